@@ -29,10 +29,14 @@ BOOL = pl.Boolean
 STR_LIST = pl.List(pl.Utf8)
 FLOAT_LIST = pl.List(pl.Float64)
 
+# `sws train` runs; each writes under `train/<kind>/` (checkpoints, `final/` model, curve).
+TRAIN_KINDS = ("initial", "augmented", "baseline")
+ROLLOUT_COLUMNS: dict[str, pl.DataType] = {"step": INT, "problem_id": STR, "n": INT, "n_correct": INT}
+
 # Key columns of each artifact (DESIGN §3). Artifacts may carry more columns; these must be present and typed.
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "problems": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
-    "rollouts": {"step": INT, "problem_id": STR, "n": INT, "n_correct": INT},
+    "rollouts": ROLLOUT_COLUMNS,
     "weakness": {
         "problem_id": STR, "category": STR, "accs": FLOAT_LIST, "n_record": INT,
         "max_acc": FLOAT, "slope": FLOAT, "weak": BOOL,
@@ -51,6 +55,18 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "n": INT, "n_correct": INT, "accuracy": FLOAT,
     },
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+    **{f"train/{kind}/curve": {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT}
+       for kind in TRAIN_KINDS},
+    # The initial run's rollouts are `rollouts` (what identify reads); the later runs keep theirs beside them.
+    **{f"train/{kind}/rollouts": ROLLOUT_COLUMNS for kind in TRAIN_KINDS[1:]},
+    "eval/problems": {
+        "checkpoint": STR, "eval_set": STR, "problem_id": STR, "category": STR,
+        "greedy_correct": BOOL, "n": INT, "n_correct": INT,
+    },
+    "eval/benchmarks": {
+        "checkpoint": STR, "eval_set": STR, "category": STR, "n": INT, "pass1": FLOAT, "avg_k": FLOAT,
+    },
+    "eval/weakness": {"checkpoint": STR, "category": STR, "n_weak": INT, "n_solved": INT, "solved": FLOAT},
 }
 
 # The command that writes each artifact, named when a later stage finds it missing.
@@ -66,6 +82,11 @@ PRODUCERS: dict[str, str] = {
     "labeled": "sws synthesize --steps label",
     "filtered": "sws filter",
     "augmented": "sws mix",
+    **{f"train/{kind}/curve": f"sws train {kind}" for kind in TRAIN_KINDS},
+    **{f"train/{kind}/rollouts": f"sws train {kind}" for kind in TRAIN_KINDS[1:]},
+    "eval/problems": "sws eval",
+    "eval/benchmarks": "sws eval",
+    "eval/weakness": "sws eval",
 }
 
 

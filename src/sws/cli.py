@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
 from sws import ui
@@ -24,22 +23,20 @@ app = typer.Typer(
 )
 
 
-class _UserFacingError(click.ClickException):
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        print(f"error: {self.message}", file=sys.stderr)
-
-
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a UserError into one line on stderr and exit code 2."""
+    """Turn a UserError into one line on stderr and exit code 2.
+
+    typer >= 0.29 vendors its own click, so a `click.ClickException` subclass would escape as a traceback;
+    `typer.Exit` is what typer's runner turns into an exit code.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            raise _UserFacingError(str(exc)) from None
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
 
     return wrapper
 
@@ -118,6 +115,92 @@ def identify(
         "identify.min_records": min_records,
     })
     stage.run(cfg, run, force=force)
+
+
+@command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine --budget 100")
+def synthesize(
+    run: RunOpt,
+    steps: Annotated[
+        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label (default all).")
+    ] = None,
+    budget: Annotated[int | None, typer.Option(help="Concept sets (new problems) to sample in all (default 200).")] = None,
+    config: PipelineOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Turn the weak problems into new problems with verified reference answers, and print the funnel."""
+    from sws.stages import synthesize as stage
+
+    chosen = stage.parse_steps(steps)
+    cfg = resolve_config(run, config, {"synthesize.budget": budget})
+    stage.run(cfg, run, force=force, steps=chosen)
+
+
+@command(epilog="Example: sws mix --run runs/demo")
+def mix(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> None:
+    """Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter."""
+    from sws.stages import mix as stage
+
+    stage.run(resolve_config(run, config, {}), run, force=force)
+
+
+@command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet")
+def export(
+    format: Annotated[str, typer.Argument(help="Target format: verl.")],
+    run: RunOpt,
+    out: Annotated[Path | None, typer.Option(help="Output Parquet (default <run>/verl/<table>.parquet).")] = None,
+    table: Annotated[str, typer.Option(help="Problem set to export: augmented or problems.")] = "augmented",
+    split: Annotated[str, typer.Option(help="Value of extra_info.split in every row.")] = "train",
+    config: PipelineOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Write a problem set as verl's RL dataset Parquet (prompt, reward_model, extra_info)."""
+    from sws.stages import export as stage
+
+    if format != "verl":
+        raise UserError(f"export format '{format}' is not known; use: sws export verl --run {run}")
+    stage.run(resolve_config(run, config, {}), run, force=force, table=table, out=out, split=split)
+
+
+@command("eval", epilog="Example: sws eval --run runs/demo --k 8")
+def evaluate(
+    run: RunOpt,
+    k: Annotated[int | None, typer.Option(help="Samples per problem for Avg@k (default 8).")] = None,
+    benchmarks: Annotated[
+        str | None, typer.Option(help="Comma-separated held-out sets: arith, math500, aime24, aime25, gsm8k.")
+    ] = None,
+    config: PipelineOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves."""
+    from sws.stages import evaluate as stage
+
+    cfg = resolve_config(run, config, {
+        "eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
+    })
+    stage.run(cfg, run, force=force)
+
+
+@command(epilog="Example: sws report --run runs/demo")
+def report(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> None:
+    """Write report.html: one self-contained page with every plot and table of the run."""
+    from sws.stages import report as stage
+
+    stage.run(resolve_config(run, config, {}), run, force=force)
+
+
+@command("run", epilog="Example: sws run pipelines/demo.yaml --run runs/demo --seed 1")
+def run_pipeline(
+    pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/demo.yaml.")],
+    run: RunOpt,
+    seed: Annotated[int | None, typer.Option(help="Override the pipeline's seed.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rerun every stage, even those already done.")] = False,
+) -> None:
+    """Run every stage of a pipeline in order, skipping those already done; print the headline."""
+    from sws import pipeline as runner
+
+    cfg = resolve_config(run, pipeline, {"seed": seed})
+    runner.run(cfg, run, force=force)
+    runner.print_headline(run)
 
 
 def main() -> None:

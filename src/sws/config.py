@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sws.artifacts import write_text
 from sws.errors import UserError
@@ -74,53 +74,93 @@ class IdentifyConfig(Section):
 
 
 class SynthesizeConfig(Section):
-    budget: int = 200
-    concepts_per_problem: int = 5
-    set_size: int = 5
-    temperature: float = 0.2
+    """`sws synthesize`: extract, combine, generate, rate, label (DESIGN §1 stage 3)."""
+
+    budget: int = Field(200, ge=0)
+    concepts_per_problem: int = Field(5, ge=1)
+    set_size: int = Field(5, ge=1)
+    temperature: float = Field(0.2, gt=0)
     cooc_weight: float = 1.0
     sim_weight: float = 1.0
-    levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"])
+    levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     min_problem_chars: int = 10
     max_problem_tokens: int = 400
-    near_duplicate_threshold: float = 0.9
-    ratings_per_judge: int = 1
+    near_duplicate_threshold: float = Field(0.9, ge=0, le=1)
+    # Shorter problems (normalised) are duplicates only when equal; see sws.near_duplicates.
+    near_duplicate_min_chars: int = 40
+    # JSON / JSONL / Parquet files with a `problem` (or `question`) field, e.g. benchmark test sets; generated
+    # problems too close to one of them (or to the seed set) are rejected.
+    reference_files: list[str] = Field(default_factory=list)
+    # Folder of replacement prompt templates (extract.md, generate.md, rate.md, label.md); None: the shipped ones.
+    prompt_dir: str | None = None
+    ratings_per_judge: int = Field(1, ge=1)
     min_perfect_ratio: float = 0.5
     allow_bad: bool = False
-    label_samples: int = 8
+    label_samples: int = Field(8, ge=1)
     min_consistency: float = 0.5
     weak_to_strong: bool = False
-    student_samples: int = 8
+    student_samples: int = Field(8, ge=1)
     student_min_agreement: float = 0.25
-    shard_size: int = 256
+    shard_size: int = Field(256, ge=1)
 
 
 class FilterConfig(Section):
+    """`sws filter`: keep labeled problems whose accuracy under the initial policy lies in `band` (inclusive)."""
+
     band: tuple[float, float] = (0.25, 0.75)
-    rollouts: int = 8
-    max_tokens: int = 32
+    rollouts: int = Field(8, ge=1)
+    max_tokens: int = Field(32, ge=1)
+    # Problems per shard: a crash loses at most one shard's grading (the request cache keeps its samples).
+    shard_size: int = Field(256, ge=1)
+
+    @field_validator("band")
+    @classmethod
+    def _band_is_an_interval(cls, band: tuple[float, float]) -> tuple[float, float]:
+        if not 0.0 <= band[0] <= band[1] <= 1.0:
+            raise ValueError(f"need 0 <= low <= high <= 1, got {list(band)}; give two accuracies like [0.25, 0.75]")
+        return band
 
 
 class TrainConfig(Section):
+    """`sws train`: GRPO (TRL) settings; `extra` passes further `trl.GRPOConfig` fields through unchanged."""
+
     trainer: Literal["trl", "verl"] = "trl"
-    initial_steps: int = 200
-    augmented_steps: int = 200
-    batch_size: int = 16
-    num_generations: int = 8
-    learning_rate: float = 5e-4
-    max_completion_length: int = 24
-    temperature: float = 1.0
-    beta: float = 0.0
-    save_steps: int = 50
+    # Outside the arith world: the model `sws train initial` starts from (HF id or folder).
+    init_model: str = ""
+    initial_steps: int = Field(200, ge=1)
+    augmented_steps: int = Field(200, ge=1)
+    # None: as many as augmented_steps, the comparison the paper makes.
+    baseline_steps: int | None = Field(None, ge=1)
+    # Problems per step; each is rolled out num_generations times.
+    batch_size: int = Field(16, ge=1)
+    num_generations: int = Field(8, ge=2)
+    learning_rate: float = Field(5e-4, gt=0)
+    max_completion_length: int = Field(24, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    beta: float = Field(0.0, ge=0)
+    save_steps: int = Field(50, ge=1)
     use_vllm: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvalConfig(Section):
+    """`sws eval`: held-out sets (arith, math500, aime24, aime25, gsm8k), the weak problems and the seed set."""
+
     benchmarks: list[str] = Field(default_factory=lambda: ["arith"])
-    k: int = 8
-    temperature: float = 1.0
-    max_tokens: int = 32
+    checkpoints: list[Literal["start", "initial", "baseline", "augmented"]] = Field(
+        default_factory=lambda: ["start", "initial", "baseline", "augmented"]
+    )
+    # The seed set under every checkpoint gives each training set's teachability in the report.
+    seed_set: bool = True
+    k: int = Field(8, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    max_tokens: int = Field(32, ge=1)
+
+
+class ReportConfig(Section):
+    """`sws report`: how much of each plot to draw."""
+
+    max_trajectories: int = Field(60, ge=0)
 
 
 class PipelineConfig(Section):
@@ -134,6 +174,7 @@ class PipelineConfig(Section):
     filter: FilterConfig = Field(default_factory=FilterConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
 
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:

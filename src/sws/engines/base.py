@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from sws.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,13 @@ class Request:
         if not isinstance(self.stop, tuple):
             object.__setattr__(self, "stop", tuple(self.stop))
 
+    def sampling(self) -> dict[str, Any]:
+        """The settings that, with the input, decide what a model returns."""
+        return {
+            "n": self.n, "temperature": self.temperature, "top_p": self.top_p,
+            "max_tokens": self.max_tokens, "stop": list(self.stop), "seed": self.seed,
+        }
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -51,3 +63,61 @@ class Engine(Protocol):
     def close(self) -> None:
         """Release processes, servers or GPU memory held by the engine."""
         ...
+
+
+class StreamingEngine(Engine, Protocol):
+    """An engine that finishes requests one at a time (e.g. over HTTP) and can hand each over as it finishes.
+
+    The request cache uses `generate_iter` when an engine has it, so a crash midway loses no finished request.
+    """
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
+        """Yield `(index into requests, completions)` for every request, in the order they finish."""
+        ...
+
+
+# `name` or `org/name`: what the Hugging Face hub accepts as a model id.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def check_local_model(model: str, engine: str) -> None:
+    """Raise UserError unless `model` is an existing folder or a hub id (in the local cache when offline)."""
+    if model and Path(model).expanduser().is_dir():
+        return
+    where = f"field 'model' of a role with engine '{engine}'"
+    if not model or not _HUB_ID.match(model) or Path(model).expanduser().exists():
+        raise UserError(f"model folder '{model}' does not exist ({where}); give a model folder or a Hugging Face id")
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(model, "config.json"), str):
+        raise UserError(
+            f"model '{model}' is not a local folder and not in the Hugging Face cache ({where}); "
+            "give a model folder, or download it and unset HF_HUB_OFFLINE"
+        )
+
+
+def read_chat_template(option: str | None) -> str | None:
+    """The `chat_template` engine option: a Jinja template, or the path of a file holding one."""
+    if option is None or "{" in option:
+        return option
+    path = Path(option).expanduser()
+    if not path.is_file():
+        raise UserError(f"chat template file '{option}' does not exist (engine option 'chat_template'); fix the path")
+    return path.read_text()
+
+
+def check_options(options: dict[str, Any], known: set[str], engine: str) -> None:
+    """Raise UserError on the first engine option `engine` does not understand."""
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UserError(
+            f"engine option '{unknown[0]}' is not used by the {engine} engine (field 'options' of the role); "
+            f"use one of: {', '.join(sorted(known))}"
+        )
+
+
+def missing_chat_template(model: str) -> UserError:
+    return UserError(
+        f"model '{model}' has no chat template and the requests are chat messages; set engine option "
+        "'chat_template' (a Jinja template or a file holding one) in the role's options"
+    )

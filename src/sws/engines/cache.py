@@ -1,0 +1,152 @@
+"""The request cache: one sqlite row per (request, sample index), so a rerun after a crash makes no call twice.
+
+The key is everything that decides what a model returns: engine, model (plus a fingerprint of a local model
+folder, so a checkpoint retrained at the same path is not mistaken for the old one), the engine options that
+change the text, the messages or prompt, the sampling settings, the seed and the sample index. WAL mode and a
+busy timeout let several processes write the same cache at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sws import ui
+from sws.artifacts import fingerprint
+from sws.config import EngineConfig
+from sws.engines.base import Completion, Engine, Request
+
+# Engine options that change speed, memory or transport, never the text a model returns.
+RUNTIME_OPTIONS = frozenset({
+    "api_key_env", "base_url", "batch_size", "device", "enable_prefix_caching", "enforce_eager",
+    "gpu_memory_utilization", "kv_cache_memory_bytes", "max_concurrency", "max_model_len", "max_num_seqs",
+    "max_retries", "pipeline_parallel_size", "retry_backoff", "swap_space", "tensor_parallel_size", "timeout",
+})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (key, sample)
+)
+"""
+_LOOKUP_CHUNK = 500  # stays under sqlite's limit on bound parameters
+
+
+def cache_identity(cfg: EngineConfig) -> dict[str, Any]:
+    """The part of a cache key that comes from the engine config rather than from the request."""
+    model_dir = Path(cfg.model).expanduser()
+    return {
+        "engine": cfg.engine,
+        "model": cfg.model,
+        "model_fingerprint": fingerprint(model_dir) if cfg.model and model_dir.is_dir() else None,
+        "options": {name: value for name, value in sorted(cfg.options.items()) if name not in RUNTIME_OPTIONS},
+    }
+
+
+def request_key(identity: dict[str, Any], request: Request) -> str:
+    payload = {
+        **identity,
+        "messages": list(request.messages) if request.messages is not None else None,
+        "prompt": request.prompt,
+        **request.sampling(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class CachedEngine:
+    """Wraps an engine: answers from the cache what it can, sends only the rest, stores each result as it lands.
+
+    Identical requests in one batch are sent once. `hits` and `misses` count completions (reused / generated).
+    """
+
+    def __init__(self, engine: Engine, path: Path, identity: dict[str, Any]) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.model = engine.model
+        self.path = Path(path)
+        self.identity = identity
+        self.hits = 0
+        self.misses = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._db:
+            self._db.execute(_SCHEMA)
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        keys = [request_key(self.identity, request) for request in requests]
+        stored = self._lookup(set(keys))
+        results: dict[str, list[Completion]] = {}
+        todo: dict[str, Request] = {}
+        for request, key in zip(requests, keys, strict=True):
+            samples = stored.get(key, {})
+            if all(index in samples for index in range(request.n)):
+                results[key] = [samples[index] for index in range(request.n)]
+            else:
+                todo.setdefault(key, request)
+        todo_keys = list(todo)
+        for position, completions in self._call(list(todo.values())):
+            self._store(todo_keys[position], completions)
+            results[todo_keys[position]] = completions
+        total = sum(request.n for request in requests)
+        generated = sum(request.n for request in todo.values())
+        self.hits += total - generated
+        self.misses += generated
+        if total:
+            ui.info(f"request cache: {total - generated}/{total} completions reused "
+                    f"({(total - generated) / total:.0%}), {self.path}")
+        return [results[key] for key in keys]
+
+    def close(self) -> None:
+        self.engine.close()
+        with self._lock:
+            self._db.close()
+        if self.hits + self.misses:
+            ui.info(f"request cache: hit rate {self.hit_rate:.0%} over {self.hits + self.misses} completions")
+
+    def _call(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
+        if not requests:
+            return
+        stream = getattr(self.engine, "generate_iter", None)
+        answers = stream(requests) if stream is not None else enumerate(self.engine.generate(requests))
+        for position, completions in answers:
+            if len(completions) != requests[position].n:
+                raise RuntimeError(
+                    f"{self.name} engine returned {len(completions)} completions for a request with "
+                    f"n={requests[position].n}"
+                )
+            yield position, completions
+
+    def _lookup(self, keys: set[str]) -> dict[str, dict[int, Completion]]:
+        found: dict[str, dict[int, Completion]] = {}
+        ordered = sorted(keys)
+        with self._lock:
+            for start in range(0, len(ordered), _LOOKUP_CHUNK):
+                chunk = ordered[start:start + _LOOKUP_CHUNK]
+                rows = self._db.execute(
+                    f"SELECT key, sample, text, tokens FROM completions WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+                for key, sample, text, tokens in rows:
+                    found.setdefault(key, {})[sample] = Completion(text=text, tokens=tokens)
+        return found
+
+    def _store(self, key: str, completions: list[Completion]) -> None:
+        rows = [(key, index, completion.text, completion.tokens) for index, completion in enumerate(completions)]
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", rows)

@@ -1,0 +1,162 @@
+"""The `openai` engine: the official `openai` client against any OpenAI-compatible server (`vllm serve`, SGLang,
+hosted APIs).
+
+Chat requests go to /chat/completions, raw prompts to /completions, at most `max_concurrency` at a time (threads).
+Rate limits (429), server errors (5xx), timeouts and dropped connections are retried `max_retries` times with
+exponential backoff and jitter. The API key comes only from the environment variable named by `api_key_env`
+(default OPENAI_API_KEY; a local server accepts the value EMPTY). At start-up the engine lists the server's
+models, so an unreachable server, a rejected key or an unserved model is one clear error before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TypeVar
+
+import openai
+
+from sws.budget import largest_remainder
+from sws.config import EngineConfig
+from sws.engines.base import Completion, Request, check_options
+from sws.errors import UserError
+
+T = TypeVar("T")
+
+OPTIONS = {"api_key_env", "base_url", "max_concurrency", "max_retries", "retry_backoff", "timeout"}
+_RETRIED_STATUS = {408, 409, 429}
+_MAX_BACKOFF_S = 60.0
+
+
+class OpenAIEngine:
+    name = "openai"
+
+    def __init__(self, cfg: EngineConfig) -> None:
+        check_options(cfg.options, OPTIONS, self.name)
+        options = cfg.options
+        self.model = cfg.model
+        self.base_url: str = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.max_concurrency = int(options.get("max_concurrency", 16))
+        self.max_retries = int(options.get("max_retries", 5))
+        self.retry_backoff = float(options.get("retry_backoff", 1.0))
+        key_env = options.get("api_key_env", "OPENAI_API_KEY")
+        api_key = os.environ.get(key_env)
+        if not api_key:
+            raise UserError(
+                f"environment variable {key_env} is not set (engine option 'api_key_env'); export it, "
+                "with the value EMPTY for a local server that needs no key"
+            )
+        self.client = openai.OpenAI(
+            base_url=self.base_url, api_key=api_key, max_retries=0, timeout=float(options.get("timeout", 600))
+        )
+        self._check_server(key_env)
+
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        results: list[list[Completion]] = [[] for _ in requests]
+        for index, completions in self.generate_iter(requests):
+            results[index] = completions
+        return results
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(requests))))
+        try:
+            futures = {pool.submit(self._complete, request): index for index, request in enumerate(requests)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _check_server(self, key_env: str) -> None:
+        try:
+            served = [model.id for model in self.client.models.list()]
+        except openai.APIConnectionError as exc:
+            raise UserError(
+                f"cannot reach the server at {self.base_url} (engine option 'base_url'): {_reason(exc)}; "
+                "start the server or fix base_url"
+            ) from None
+        except openai.AuthenticationError:
+            raise UserError(
+                f"the server at {self.base_url} rejected the API key in {key_env} (engine option 'api_key_env'); "
+                "export the right key"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise _refused(self.base_url, exc) from None
+        if self.model not in served:
+            raise UserError(
+                f"model '{self.model}' is not served at {self.base_url} (field 'model' of the role); "
+                f"it serves: {', '.join(served[:10]) or 'nothing'}"
+            )
+
+    def _complete(self, request: Request) -> list[Completion]:
+        settings = {
+            "model": self.model, "n": request.n, "temperature": request.temperature, "top_p": request.top_p,
+            "max_tokens": request.max_tokens, "stop": list(request.stop) or None, "seed": request.seed,
+        }
+        settings = {name: value for name, value in settings.items() if value is not None}
+        if request.messages is not None:
+            response = self._with_retries(
+                lambda: self.client.chat.completions.create(messages=list(request.messages), **settings)
+            )
+            texts = [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+        else:
+            response = self._with_retries(lambda: self.client.completions.create(prompt=request.prompt, **settings))
+            texts = [choice.text for choice in sorted(response.choices, key=lambda c: c.index)]
+        if len(texts) != request.n:
+            raise UserError(
+                f"the server at {self.base_url} returned {len(texts)} choices for n={request.n}; "
+                "it does not support n > 1, use a server that does (vllm serve, SGLang)"
+            )
+        tokens = _split_tokens(response.usage.completion_tokens if response.usage else 0, texts)
+        return [Completion(text=text, tokens=count) for text, count in zip(texts, tokens, strict=True)]
+
+    def _with_retries(self, call: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                retryable = isinstance(exc, openai.APIConnectionError) or _retryable_status(exc.status_code)
+                if not retryable:
+                    raise _refused(self.base_url, exc) from None
+                if attempt == self.max_retries:
+                    raise UserError(
+                        f"the server at {self.base_url} kept failing ({_reason(exc)}) after {self.max_retries} "
+                        "retries (engine option 'max_retries'); check the server, then rerun to resume"
+                    ) from None
+            delay = min(self.retry_backoff * 2**attempt, _MAX_BACKOFF_S)
+            time.sleep(delay * random.uniform(0.5, 1.0))
+            attempt += 1
+
+
+def _retryable_status(status: int) -> bool:
+    return status in _RETRIED_STATUS or status >= 500
+
+
+def _reason(exc: openai.APIError) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}"
+    cause = exc.__cause__ or exc
+    return (str(cause).splitlines() or [type(cause).__name__])[0]
+
+
+def _refused(base_url: str, exc: openai.APIStatusError) -> UserError:
+    message = (str(exc.message).splitlines() or [""])[0][:300]
+    return UserError(f"the server at {base_url} refused a request: HTTP {exc.status_code}: {message}")
+
+
+def _split_tokens(total: int, texts: list[str]) -> list[int]:
+    """Per-choice token counts: exact for one choice; for several, the response's total split by text length.
+
+    The API reports only a total for all choices of a request.
+    """
+    if len(texts) == 1:
+        return [total]
+    # +1 per text for its end-of-sequence token, so empty texts still take a share.
+    counts = largest_remainder({f"{i:06d}": len(text) + 1 for i, text in enumerate(texts)}, total)
+    return [counts[f"{i:06d}"] for i in range(len(texts))]

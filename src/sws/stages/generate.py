@@ -1,0 +1,141 @@
+"""`sws synthesize --steps generate`: one new problem per concept set, then the pre-filters.
+
+Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
+`synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
+unparsed, too_short, too_long, answer_leak, multiple_choice, true_false, proof, multi_part, near_duplicate;
+`reject_detail` names what a near-duplicate duplicates).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import (
+    STR,
+    StageResult,
+    empty_table,
+    read_parquet,
+    read_table,
+    rejected_path,
+    run_stage,
+    table_path,
+    write_rejected,
+    write_table,
+)
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.funnel import funnel_row
+from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.near_duplicates import NearDuplicateIndex
+from sws.parsing import parse_problem
+from sws.problem_filters import prefilter_reason
+from sws.prompts import PromptTemplate, load_template
+
+STEP = "generate"
+PROBLEM_FIELDS = ("problem", "question")
+SYNTHETIC_SCHEMA = {**empty_table("synthetic").schema, "set_id": STR}
+REJECTED_SCHEMA = {**SYNTHETIC_SCHEMA, "raw": STR, "reject_reason": STR, "reject_detail": STR}
+
+
+def syn_id(set_id: str) -> str:
+    """One problem per concept set, so the problem's id is its set's id under another prefix."""
+    return "syn-" + set_id.removeprefix("set-")
+
+
+def read_reference_problems(path: Path) -> list[str]:
+    """Problem texts of a JSON list, JSONL or Parquet file with a `problem` or `question` field."""
+    where = "(listed in synthesize.reference_files)"
+    if not path.is_file():
+        raise UserError(f"{path}: reference file not found {where}; fix the path or remove it")
+    try:
+        if path.suffix == ".parquet":
+            table = read_parquet(path)
+        elif path.suffix == ".jsonl":
+            table = pl.read_ndjson(path, infer_schema_length=None)
+        else:
+            table = pl.read_json(path, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable JSON list, JSONL or Parquet file {where} "
+                        f"({type(exc).__name__})") from None
+    field = next((name for name in PROBLEM_FIELDS if name in table.columns), None)
+    if field is None:
+        raise UserError(f"{path}: no 'problem' or 'question' field {where}; give a file of problems")
+    return [text for text in table[field].cast(pl.Utf8).to_list() if text]
+
+
+def reference_index(cfg: PipelineConfig, run_dir: Path) -> NearDuplicateIndex:
+    """Seed problems and reference (benchmark) problems a generated problem must not duplicate."""
+    index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
+    for problem_id, problem in read_table(run_dir, "problems").select("problem_id", "problem").iter_rows():
+        index.add(problem, f"seed:{problem_id}")
+    for reference in cfg.synthesize.reference_files:
+        for text in read_reference_problems(Path(reference)):
+            index.add(text, f"reference:{reference}")
+    return index
+
+
+def concepts_text(concepts: list[str]) -> str:
+    return "\n".join(f"- {concept}" for concept in concepts)
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    synth = cfg.synthesize
+    template = load_template("generate", synth.prompt_dir)
+    return run_stage(
+        run_dir, STEP,
+        config={
+            "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,
+            "min_problem_chars": synth.min_problem_chars, "max_problem_tokens": synth.max_problem_tokens,
+            "near_duplicate_threshold": synth.near_duplicate_threshold,
+            "near_duplicate_min_chars": synth.near_duplicate_min_chars,
+        },
+        inputs=[table_path(run_dir, "concept_sets"), table_path(run_dir, "problems"),
+                *(Path(reference) for reference in synth.reference_files)],
+        outputs=[table_path(run_dir, "synthetic"), rejected_path(run_dir, "synthetic")],
+        body=lambda: _generate(cfg, run_dir, template),
+        force=force,
+    )
+
+
+def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> StageResult:
+    synth = cfg.synthesize
+    sets = read_table(run_dir, "concept_sets")
+    seen = reference_index(cfg, run_dir)
+    role = cfg.roles.generator
+    requests = [
+        role_request(
+            role, task="generate", fields={"category": category, "concepts": list(concepts), "level": level},
+            text=template.render({"category": category, "concepts": concepts_text(concepts), "level": level}),
+            n=1, seed=request_seed(cfg.seed, STEP, set_key),
+        )
+        for set_key, category, concepts, level in sets.select("set_id", "category", "concepts", "level").iter_rows()
+    ]
+    if not requests:
+        ui.info(f"{STEP}: {table_path(run_dir, 'concept_sets')} is empty; no problems to generate")
+        completions = []
+    else:
+        with engine_for(role, run_dir) as engine:
+            completions = generate_in_shards(engine, requests, synth.shard_size, "generate problems")
+    kept, rejected = [], []
+    for row, answers in zip(sets.iter_rows(named=True), completions, strict=True):
+        raw = answers[0].text
+        problem = parse_problem(raw)
+        record = {"syn_id": syn_id(row["set_id"]), "category": row["category"], "concepts": row["concepts"],
+                  "level": row["level"], "problem": problem, "set_id": row["set_id"]}
+        reason = prefilter_reason(problem, synth.min_problem_chars, synth.max_problem_tokens)
+        duplicate_of = seen.find(problem) if reason is None and problem is not None else None
+        if reason is None and duplicate_of is None:
+            seen.add(problem, f"batch:{record['syn_id']}")
+            kept.append(record)
+        else:
+            rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
+                             "reject_detail": duplicate_of})
+    write_table(run_dir, "synthetic", pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA))
+    write_rejected(run_dir, "synthetic", pl.DataFrame(rejected, schema=REJECTED_SCHEMA))
+    row = funnel_row(STEP, sets.height, len(kept), (item["reject_reason"] for item in rejected))
+    return StageResult(STEP, rows={"synthetic": len(kept), "synthetic.rejected": len(rejected)},
+                       info={"funnel": row.as_info()})

@@ -1,0 +1,161 @@
+"""`sws synthesize --steps label`: reference answers by self-consistency of the labeler.
+
+Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. The labeler samples N answers
+(synthesize.label_samples); `sws.grading` extracts them and groups them by math-verify equivalence (unparsed
+answers never form a group). A problem is kept when the largest group holds at least synthesize.min_consistency
+of the N samples; its representative becomes `answer`, and `consistency` is the group's share.
+Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so additionally its consistency
+must exceed 50 % and the student policy (roles.policy, prompted as in training) must reach the same answer in
+at least synthesize.student_min_agreement of its M samples (synthesize.student_samples).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import (
+    FLOAT,
+    STR,
+    STR_LIST,
+    StageResult,
+    read_table,
+    rejected_path,
+    run_stage,
+    table_path,
+    write_rejected,
+    write_table,
+)
+from sws.config import EngineConfig, PipelineConfig
+from sws.engines.base import Request
+from sws.errors import UserError
+from sws.funnel import funnel_row
+from sws.grading import extract_answer, grade_many, group_answers
+from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.policy import policy_prompt
+from sws.prompts import PromptTemplate, load_template
+
+STEP = "label"
+WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
+LABEL_SCHEMA = {"answer": STR, "consistency": FLOAT, "answers": STR_LIST, "student_agreement": FLOAT}
+
+
+def student_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
+    """roles.policy with an empty model resolved to the run's initial checkpoint (which must exist)."""
+    role = cfg.roles.policy
+    if role.model:
+        return role
+    checkpoint = Path(run_dir) / "train" / "initial" / "final"
+    if not checkpoint.is_dir():
+        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
+                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
+    return role.model_copy(update={"model": str(checkpoint)})
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    synth = cfg.synthesize
+    template = load_template("label", synth.prompt_dir)
+    student = student_role(cfg, run_dir) if synth.weak_to_strong else None
+    config = {
+        "seed": cfg.seed, "labeler": cfg.roles.labeler.model_dump(mode="json"), "prompt": template.digest,
+        "label_samples": synth.label_samples, "min_consistency": synth.min_consistency,
+        "weak_to_strong": synth.weak_to_strong,
+    }
+    if student is not None:
+        config |= {"student": student.model_dump(mode="json"), "world": cfg.world,
+                   "student_samples": synth.student_samples, "student_min_agreement": synth.student_min_agreement}
+    return run_stage(
+        run_dir, STEP,
+        config=config,
+        inputs=[table_path(run_dir, "rated"), *([Path(student.model)] if student is not None else [])],
+        outputs=[table_path(run_dir, "labeled"), rejected_path(run_dir, "labeled")],
+        body=lambda: _label(cfg, run_dir, template, student),
+        force=force,
+    )
+
+
+def teacher_label(answers: list[str | None]) -> tuple[str | None, float]:
+    """The answer of the largest equivalence group and that group's share of all samples (None, 0 if none)."""
+    groups = group_answers(answers)
+    if not groups:
+        return None, 0.0
+    return groups[0].answer, len(groups[0].members) / len(answers)
+
+
+def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student: EngineConfig | None) -> StageResult:
+    synth = cfg.synthesize
+    rated = read_table(run_dir, "rated")
+    ids, problems = rated["syn_id"].to_list(), rated["problem"].to_list()
+    requests = [
+        role_request(cfg.roles.labeler, task="label", fields={"problem": problem},
+                     text=template.render({"problem": problem}), n=synth.label_samples,
+                     seed=request_seed(cfg.seed, STEP, problem_id))
+        for problem_id, problem in zip(ids, problems, strict=True)
+    ]
+    if not requests:
+        ui.info(f"{STEP}: {table_path(run_dir, 'rated')} is empty; nothing to label")
+        completions = []
+    else:
+        with engine_for(cfg.roles.labeler, run_dir) as engine:
+            completions = generate_in_shards(engine, requests, synth.shard_size, "label answers")
+    answers = [[extract_answer(completion.text) for completion in samples] for samples in completions]
+    labels = [teacher_label(sampled) for sampled in answers]
+    reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
+               for answer, consistency in labels]
+    agreements: list[float | None] = [None] * len(problems)
+    if student is not None:
+        asked = [index for index, reason in enumerate(reasons) if reason is None]
+        student_agreement = _student_agreement(
+            cfg, run_dir, student, [(ids[i], problems[i], labels[i][0]) for i in asked])
+        for index, agreement in zip(asked, student_agreement, strict=True):
+            agreements[index] = agreement
+            if agreement < synth.student_min_agreement:
+                reasons[index] = "student_disagrees"
+    kept, rejected = [], []
+    for row, sampled, (answer, consistency), agreement, reason in zip(
+        rated.iter_rows(named=True), answers, labels, agreements, reasons, strict=True
+    ):
+        record = {**row, "answer": answer, "consistency": consistency, "answers": sampled,
+                  "student_agreement": agreement}
+        if reason is None:
+            kept.append(record)
+        else:
+            rejected.append({**record, "reject_reason": reason})
+    schema = {**rated.schema, **LABEL_SCHEMA}
+    write_table(run_dir, "labeled", pl.DataFrame(kept, schema=schema))
+    write_rejected(run_dir, "labeled", pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))
+    row = funnel_row(STEP, rated.height, len(kept), (item["reject_reason"] for item in rejected))
+    return StageResult(STEP, rows={"labeled": len(kept), "labeled.rejected": len(rejected)},
+                       info={"funnel": row.as_info()})
+
+
+def _teacher_reason(answer: str | None, consistency: float, min_consistency: float, weak_to_strong: bool) -> str | None:
+    if answer is None:
+        return "no_answer"
+    if consistency < min_consistency or (weak_to_strong and consistency <= WEAK_TO_STRONG_MIN_CONSISTENCY):
+        return "low_consistency"
+    return None
+
+
+def _student_agreement(
+    cfg: PipelineConfig, run_dir: Path, student: EngineConfig, asked: list[tuple[str, str, str]]
+) -> list[float]:
+    """Per (syn_id, problem, teacher answer): the share of the student's samples equivalent to the answer."""
+    if not asked:
+        return []
+    samples = cfg.synthesize.student_samples
+    requests = [
+        Request(**policy_prompt(problem, cfg.world), n=samples, temperature=student.temperature,
+                top_p=student.top_p, max_tokens=student.max_tokens,
+                seed=request_seed(cfg.seed, STEP, "student", problem_id), task="answer", fields={"problem": problem})
+        for problem_id, problem, _ in asked
+    ]
+    with engine_for(student, run_dir) as engine:
+        completions = generate_in_shards(engine, requests, cfg.synthesize.shard_size, "student answers")
+    pairs = [(answer, extract_answer(completion.text))
+             for (_, _, answer), samples in zip(asked, completions, strict=True) for completion in samples]
+    correct = grade_many(pairs)
+    return [sum(correct[i * samples:(i + 1) * samples]) / samples for i in range(len(asked))]

@@ -1,0 +1,366 @@
+"""`sws report`: one self-contained HTML page of a run, its plots embedded as base64 PNG (also kept in plots/).
+
+Sections: the run and its roles, category fail ratios and synthesis budget, trajectories of the weak problems,
+the synthesis funnel, the difficulty-band histogram, training curves, the evaluation table, weakness
+mitigation, and every problem set's teachability `1 - |2μ - 1|` and gradient-bearing share (0 < μ < 1) under
+each policy. A section whose inputs are missing says which command makes them. When a role is played by the
+arith oracle, the page says that it is a rule-based stand-in for teacher models.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import (
+    PRODUCERS,
+    TRAIN_KINDS,
+    StageResult,
+    read_manifest,
+    read_parquet,
+    read_table,
+    rejected_path,
+    run_stage,
+    table_path,
+    write_text,
+)
+from sws.config import EngineConfig, PipelineConfig
+from sws.funnel import FunnelRow, read_funnel
+from sws.plots import bar_chart, line_chart, new_figure, plots_dir, save_figure
+from sws.stages import evaluate, mix, synthesize
+
+FUNNEL_STEPS = (*synthesize.STEPS, "filter", mix.STEP)
+ORACLE_NOTE = (
+    "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
+    "the same prompts from the arithmetic world's rules (with configurable noise), so the prompts, parsers and "
+    "filters run for real, but no language model wrote or judged these problems."
+)
+
+
+def report_path(run_dir: Path) -> Path:
+    return Path(run_dir) / "report.html"
+
+
+def teachability(accuracy: pl.Expr) -> pl.Expr:
+    """SynCo's teachability T(μ) = 1 - |2μ - 1|: 1 at μ = 0.5, 0 for problems always or never solved."""
+    return 1 - (2 * accuracy - 1).abs()
+
+
+def gradient_bearing(accuracy: pl.Expr) -> pl.Expr:
+    """Whether a GRPO group on the problem has any reward variance, i.e. 0 < μ < 1."""
+    return (accuracy > 0) & (accuracy < 1)
+
+
+@dataclass
+class Section:
+    title: str
+    body: str
+
+
+class Page:
+    """Collects figures for one report: each is saved under plots/ and embedded in the page."""
+
+    def __init__(self, run_dir: Path, cfg: PipelineConfig) -> None:
+        self.run_dir = Path(run_dir)
+        self.cfg = cfg
+
+    def figure(self, figure, name: str) -> str:
+        path = save_figure(figure, plots_dir(self.run_dir) / f"{name}.png")
+        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{encoded}">'
+
+    def table(self, name: str) -> pl.DataFrame | None:
+        return read_table(self.run_dir, name) if table_path(self.run_dir, name).exists() else None
+
+    def rejected(self, name: str) -> pl.DataFrame | None:
+        path = rejected_path(self.run_dir, name)
+        return read_parquet(path) if path.exists() else None
+
+    def missing(self, name: str) -> str:
+        return paragraph(f"Not available yet: run `{PRODUCERS[name]} --run {self.run_dir}`.", "missing")
+
+
+# ---------------------------------------------------------------- HTML helpers
+
+
+def paragraph(text: str, css_class: str = "") -> str:
+    attribute = f' class="{css_class}"' if css_class else ""
+    return f"<p{attribute}>{html.escape(text)}</p>"
+
+
+def cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return html.escape("–" if value is None else str(value))
+
+
+def html_table(df: pl.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in df.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{cell(value)}</td>" for value in row) + "</tr>"
+                   for row in df.iter_rows())
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def render_page(title: str, sections: Sequence[Section]) -> str:
+    toc = "".join(f'<li><a href="#s{i}">{html.escape(s.title)}</a></li>' for i, s in enumerate(sections))
+    body = "".join(f'<section id="s{i}"><h2>{html.escape(s.title)}</h2>{s.body}</section>'
+                   for i, s in enumerate(sections))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
+th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
+img {{ max-width: 100%; }} .missing {{ color: #888; font-style: italic; }}
+.note {{ background: #fff7e0; border-left: 4px solid #e0a800; padding: 0.6em 1em; }}
+</style></head><body><h1>{html.escape(title)}</h1><ul>{toc}</ul>{body}</body></html>
+"""
+
+
+# ---------------------------------------------------------------- sections
+
+
+def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
+    return [
+        ("extractor", cfg.roles.extractor), ("generator", cfg.roles.generator), ("labeler", cfg.roles.labeler),
+        ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges)),
+    ]
+
+
+def oracle_roles(cfg: PipelineConfig) -> list[str]:
+    return [name for name, role in roles_of(cfg) if role.engine == "oracle"]
+
+
+def overview_section(page: Page) -> Section:
+    cfg = page.cfg
+    roles = roles_of(cfg)
+    role_table = pl.DataFrame({"role": [name for name, _ in roles], "engine": [role.engine for _, role in roles],
+                               "model": [role.model or "(the run's initial checkpoint)" for _, role in roles]})
+    body = paragraph(f"Run directory: {page.run_dir} · world: {cfg.world} · seed: {cfg.seed}")
+    oracle = oracle_roles(cfg)
+    if oracle:
+        body += f'<div class="note">{paragraph(ORACLE_NOTE.format(roles=", ".join(oracle)))}</div>'
+    body += html_table(role_table)
+    manifests = sorted((page.run_dir / "manifests").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    stages = [read_manifest(page.run_dir, path.stem) for path in manifests]
+    timings = pl.DataFrame(
+        {"stage": [m["stage"] for m in stages if m], "seconds": [float(m["seconds"]) for m in stages if m],
+         "finished": [m.get("finished_at", "") for m in stages if m]},
+        schema={"stage": pl.Utf8, "seconds": pl.Float64, "finished": pl.Utf8},
+    )
+    if timings.height:
+        body += "<h3>Stages</h3>" + html_table(timings)
+    return Section("Run", body)
+
+
+def categories_section(page: Page) -> Section:
+    categories = page.table("categories")
+    if categories is None:
+        return Section("Categories: fail ratio and synthesis budget", page.missing("categories"))
+    figure, axes = new_figure()
+    positions = range(categories.height)
+    axes.bar([p - 0.2 for p in positions], categories["fail_ratio"], width=0.4, label="fail ratio")
+    axes.bar([p + 0.2 for p in positions], categories["share"], width=0.4, label="budget share")
+    axes.set_xticks(list(positions), categories["category"].to_list(), rotation=30)
+    axes.set_ylim(0, 1)
+    axes.legend()
+    axes.set_title("Weak share per category and the synthesis budget it gets")
+    body = page.figure(figure, "categories") + html_table(categories)
+    return Section("Categories: fail ratio and synthesis budget", body)
+
+
+def trajectories_section(page: Page) -> Section:
+    title = "Trajectories of the weak problems during initial training"
+    weakness = page.table("weakness")
+    if weakness is None:
+        return Section(title, page.missing("weakness"))
+    weak = weakness.filter(pl.col("weak")).sort("category", "problem_id")
+    shown = weak.head(page.cfg.report.max_trajectories)
+    figure, axes = new_figure(width=8)
+    colours = {category: f"C{i}" for i, category in enumerate(sorted(set(weak["category"])))}
+    for row in shown.iter_rows(named=True):
+        axes.plot(range(len(row["accs"])), row["accs"], color=colours[row["category"]], alpha=0.35, linewidth=1)
+    for category, colour in colours.items():
+        axes.plot([], [], color=colour, label=category)
+    if colours:
+        axes.legend(fontsize=7)
+    axes.set_xlabel("record (each time the problem was rolled out)")
+    axes.set_ylabel("accuracy of the rollout group")
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_title(f"{shown.height} of {weak.height} weak problems")
+    counts = (weakness.group_by("category").agg(pl.len().alias("problems"), pl.col("weak").sum().alias("weak"),
+                                                pl.col("max_acc").mean().alias("mean max_acc"))
+              .sort("category"))
+    return Section(title, page.figure(figure, "weak_trajectories") + html_table(counts))
+
+
+def funnel_section(page: Page) -> Section:
+    title = "Synthesis funnel"
+    rows: list[FunnelRow] = read_funnel(page.run_dir, FUNNEL_STEPS)
+    if not rows:
+        return Section(title, page.missing("labeled"))
+    table = pl.DataFrame({
+        "step": [row.step for row in rows], "in": [row.rows_in for row in rows], "kept": [row.kept for row in rows],
+        "rejected": [sum(row.rejected.values()) for row in rows],
+        "rejected by reason": [", ".join(f"{r} {n}" for r, n in row.rejected.items()) or "–" for row in rows],
+    })
+    figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
+                       ylabel="rows")
+    return Section(title, page.figure(figure, "funnel") + html_table(table))
+
+
+def band_section(page: Page) -> Section:
+    title = "Difficulty band: accuracy of the initial policy on the labeled synthetic problems"
+    kept = page.table("filtered")
+    if kept is None:
+        return Section(title, page.missing("filtered"))
+    rejected = page.rejected("filtered")
+    accuracies = kept["accuracy"].to_list() + ([] if rejected is None else rejected["accuracy"].to_list())
+    low, high = page.cfg.filter.band
+    figure, axes = new_figure()
+    n_bins = page.cfg.filter.rollouts + 1
+    edges = [(i - 0.5) / (n_bins - 1) for i in range(n_bins + 1)]
+    axes.hist(accuracies, bins=edges, color="tab:blue", edgecolor="white")
+    axes.axvspan(low, high, color="tab:green", alpha=0.15, label=f"kept band [{low}, {high}]")
+    axes.set_xlabel("accuracy over the filter's rollouts")
+    axes.set_ylabel("problems")
+    axes.legend()
+    body = paragraph(f"{kept.height} of {len(accuracies)} labeled problems in the band.")
+    return Section(title, page.figure(figure, "band_histogram") + body)
+
+
+def curve_name(kind: str) -> str:
+    return f"train/{kind}/curve"
+
+
+def training_section(page: Page) -> Section:
+    title = "Training curves"
+    curves = {kind: page.table(curve_name(kind)) for kind in TRAIN_KINDS}
+    series = {kind: curve["reward"].rolling_mean(window_size=10, min_samples=1).to_list()
+              for kind, curve in curves.items() if curve is not None and curve.height}
+    if not series:
+        return Section(title, page.missing(curve_name("initial")))
+    figure = line_chart(series, title="Mean reward per GRPO step (rolling mean over 10 steps)",
+                        xlabel="step", ylabel="reward (share of correct rollouts)", ylim=(0, 1))
+    steps = pl.DataFrame({"run": list(series), "steps": [len(values) for values in series.values()],
+                          "last reward (rolling)": [values[-1] for values in series.values()]})
+    return Section(title, page.figure(figure, "training_curves") + html_table(steps))
+
+
+def evaluation_section(page: Page) -> Section:
+    title = "Evaluation: Pass@1 (greedy) and Avg@k"
+    benchmarks = page.table("eval/benchmarks")
+    if benchmarks is None:
+        return Section(title, page.missing("eval/benchmarks"))
+    overall = benchmarks.filter(pl.col("category") == evaluate.OVERALL)
+    wide = overall.pivot(on="checkpoint", index="eval_set", values=["pass1", "avg_k"], sort_columns=False)
+    per_category = benchmarks.filter(pl.col("category") != evaluate.OVERALL).pivot(
+        on="checkpoint", index=["eval_set", "category"], values="pass1", sort_columns=False)
+    body = (paragraph(f"Avg@k: k = {page.cfg.eval.k} samples at temperature {page.cfg.eval.temperature}; "
+                      "the seed set is the training set, the other sets are held out.")
+            + html_table(wide) + "<h3>Pass@1 per category</h3>" + html_table(per_category))
+    return Section(title, body)
+
+
+def mitigation_section(page: Page) -> Section:
+    title = "Weakness mitigation: share of the previously weak problems each policy solves"
+    weakness = page.table("eval/weakness")
+    if weakness is None:
+        return Section(title, page.missing("eval/weakness"))
+    wide = weakness.pivot(on="checkpoint", index="category", values="solved", sort_columns=False)
+    counts = weakness.filter(pl.col("checkpoint") == weakness["checkpoint"][0]).select("category", "n_weak")
+    checkpoints = [c for c in wide.columns if c != "category"]
+    figure, axes = new_figure(width=8)
+    width = 0.8 / max(1, len(checkpoints))
+    for i, checkpoint in enumerate(checkpoints):
+        axes.bar([p + i * width for p in range(wide.height)], wide[checkpoint].fill_null(0), width=width,
+                 label=checkpoint)
+    axes.set_xticks([p + 0.4 - width / 2 for p in range(wide.height)], wide["category"].to_list(), rotation=30)
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("weak problems solved (greedy)")
+    axes.legend()
+    body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
+    return Section(title, body)
+
+
+def accuracy_sets(page: Page) -> pl.DataFrame:
+    """Per-problem accuracy μ of every problem set under every policy that sampled it.
+
+    Evaluated sets come from eval/problems; the synthetic sets from the difficulty filter (initial policy);
+    the augmented set is the seed set's μ under the initial policy plus the in-band synthetic problems'.
+    """
+    columns = ["problem_set", "policy", "problem_id", "accuracy"]
+    frames = []
+    per_problem = page.table("eval/problems")
+    evaluated = None
+    if per_problem is not None:
+        evaluated = per_problem.select(
+            pl.col("eval_set").alias("problem_set"), pl.col("checkpoint").alias("policy"), "problem_id",
+            (pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+        frames.append(evaluated)
+    kept, rejected = page.table("filtered"), page.rejected("filtered")
+    if kept is not None:
+        def as_set(rows: pl.DataFrame, name: str) -> pl.DataFrame:
+            return rows.select(pl.lit(name).alias("problem_set"), pl.lit("initial").alias("policy"),
+                               pl.col("syn_id").alias("problem_id"), "accuracy")
+
+        in_band = as_set(kept, "synthetic (in band)")
+        labeled = kept if rejected is None else pl.concat([kept.select("syn_id", "accuracy"),
+                                                           rejected.select("syn_id", "accuracy")])
+        frames += [as_set(labeled, "synthetic (labeled)"), in_band]
+        if evaluated is not None:
+            seed = evaluated.filter((pl.col("problem_set") == evaluate.SEED_SET) & (pl.col("policy") == "initial"))
+            if seed.height:
+                frames.append(pl.concat([seed, in_band]).with_columns(pl.lit("augmented").alias("problem_set")))
+    return pl.concat([frame.select(columns) for frame in frames]) if frames else pl.DataFrame()
+
+
+def teachability_section(page: Page) -> Section:
+    title = "Teachability and gradient-bearing share of every problem set"
+    accuracies = accuracy_sets(page)
+    if accuracies.is_empty():
+        return Section(title, page.missing("eval/problems"))
+    table = (accuracies.group_by("problem_set", "policy", maintain_order=True)
+             .agg(pl.len().alias("problems"), pl.col("accuracy").mean().alias("mean μ"),
+                  teachability(pl.col("accuracy")).mean().alias("teachability"),
+                  gradient_bearing(pl.col("accuracy")).mean().alias("gradient-bearing share")))
+    body = paragraph("μ is a problem's accuracy over k samples of the policy; teachability 1 - |2μ - 1|; "
+                     "gradient-bearing: 0 < μ < 1, the problems on which a GRPO group has reward variance. "
+                     "Synthetic sets are measured by the difficulty filter with the initial policy.")
+    return Section(title, body + html_table(table))
+
+
+SECTIONS: tuple[Callable[[Page], Section], ...] = (
+    overview_section, categories_section, trajectories_section, funnel_section, band_section, training_section,
+    evaluation_section, mitigation_section, teachability_section,
+)
+
+
+def input_files(run_dir: Path) -> list[Path]:
+    names = ("categories", "weakness", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
+             *(curve_name(kind) for kind in TRAIN_KINDS))
+    files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, "filtered")]
+    files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
+    return [path for path in files if path.exists()]
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    out = report_path(run_dir)
+
+    def body() -> StageResult:
+        page = Page(run_dir, cfg)
+        sections = [build(page) for build in SECTIONS]
+        write_text(out, render_page(f"sws report: {run_dir.name}", sections))
+        ui.info(f"report: {out}")
+        return StageResult("report", info={"path": str(out)})
+
+    return run_stage(run_dir, "report", config=cfg, inputs=input_files(run_dir), outputs=[out], body=body,
+                     force=force)

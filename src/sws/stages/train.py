@@ -1,0 +1,124 @@
+"""`sws train initial|augmented|baseline`: the GRPO runs of the method (DESIGN §1 stages 1 and 6).
+
+- initial: from `train.init_model` (empty in the arith world: the bootstrapped tiny policy) on the seed problems
+  → `train/initial/final`, plus `rollouts.parquet`, the rollout log `sws identify` reads;
+- augmented: from `train/initial/final` on `augmented.parquet` → `train/augmented/final`;
+- baseline: from `train/initial/final` on the seed problems, for as many steps as augmented (unless
+  `train.baseline_steps` says otherwise) → `train/baseline/final`; the comparison the paper makes.
+
+Each run also writes its curve (`train/<kind>/curve.parquet`); augmented and baseline keep their rollout logs
+in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sws.artifacts import (
+    TRAIN_KINDS,
+    StageResult,
+    config_hash,
+    fingerprint,
+    read_table,
+    run_stage,
+    table_path,
+    write_table,
+)
+from sws.config import PipelineConfig, run_config_path
+from sws.errors import UserError
+from sws.training import TRAINERS, TrainJob, final_dir, train
+
+STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps"}
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "initial") -> StageResult:
+    """Train the `kind` policy of the run (one of initial, augmented, baseline)."""
+    if kind not in TRAIN_KINDS:
+        raise ValueError(f"unknown training kind '{kind}'; use one of {', '.join(TRAIN_KINDS)}")
+    run_dir = Path(run_dir)
+    config_file = run_config_path(run_dir)
+    if cfg.train.trainer not in TRAINERS:
+        raise UserError(
+            f"{config_file}: field 'train.trainer' is '{cfg.train.trainer}', which `sws train` does not run; "
+            "use 'trl', or run verl on `sws export verl` output with sws.training.verl_reward:compute_score"
+        )
+    dataset = "augmented" if kind == "augmented" else "problems"
+    problems = read_table(run_dir, dataset)
+    if problems.height == 0:
+        raise UserError(f"{table_path(run_dir, dataset)}: no problems to train on; rebuild it with its command")
+    steps = training_steps(cfg, kind)
+    init_model = _init_model(cfg, run_dir, kind, config_file)
+    out_dir = run_dir / "train" / kind
+    rollouts_name = "rollouts" if kind == "initial" else f"train/{kind}/rollouts"
+    stage_config: dict[str, Any] = {
+        "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
+        "train": cfg.train.model_dump(mode="json", exclude=set(STEP_FIELDS.values())),
+        "init_model": str(init_model) if init_model is not None else {"bootstrap_steps": cfg.arith.bootstrap_steps},
+    }
+    inputs = [table_path(run_dir, dataset)]
+    if init_model is not None and init_model.is_dir():
+        inputs.append(init_model)
+    outputs = [final_dir(out_dir), table_path(run_dir, f"train/{kind}/curve"), table_path(run_dir, rollouts_name)]
+
+    def body() -> StageResult:
+        job = TrainJob(
+            name=kind,
+            problems=problems.select("problem_id", "problem", "answer"),
+            init_model=init_model if init_model is not None else _bootstrap_policy(cfg),
+            out_dir=out_dir,
+            steps=steps,
+            world=cfg.world,
+            seed=cfg.seed,
+            identity=config_hash({"config": stage_config, "inputs": [fingerprint(path) for path in inputs]}),
+            config_file=config_file,
+        )
+        outcome = train(job, cfg.train, force)
+        write_table(run_dir, rollouts_name, outcome.rollouts)
+        write_table(run_dir, f"train/{kind}/curve", outcome.curve)
+        tail = outcome.curve.tail(max(1, outcome.curve.height // 10))
+        return StageResult(
+            f"train_{kind}",
+            rows={rollouts_name: outcome.rollouts.height, f"train/{kind}/curve": outcome.curve.height},
+            info={
+                "steps": steps,
+                "final": str(outcome.final_dir),
+                "resumed_from_step": outcome.resumed_from_step,
+                "seconds_per_step": outcome.seconds_per_step,
+                "final_mean_reward": round(float(tail["reward"].mean() or 0.0), 4),
+            },
+        )
+
+    return run_stage(
+        run_dir, f"train_{kind}", config=stage_config, inputs=inputs, outputs=outputs, body=body, force=force
+    )
+
+
+def training_steps(cfg: PipelineConfig, kind: str) -> int:
+    """GRPO steps of a run; the baseline defaults to the augmented run's count."""
+    if kind == "baseline" and cfg.train.baseline_steps is None:
+        return cfg.train.augmented_steps
+    return getattr(cfg.train, STEP_FIELDS[kind])
+
+
+def _init_model(cfg: PipelineConfig, run_dir: Path, kind: str, config_file: Path) -> Path | None:
+    """The model a run starts from; None means the arith world's bootstrapped policy (built on demand)."""
+    if kind != "initial":
+        initial = final_dir(run_dir / "train" / "initial")
+        if not initial.is_dir():
+            raise UserError(f"{initial}: not found; run `sws train initial --run {run_dir}` first")
+        return initial
+    if cfg.train.init_model:
+        return Path(cfg.train.init_model).expanduser()
+    if cfg.world == "arith":
+        return None
+    raise UserError(
+        f"{config_file}: field 'train.init_model' is empty; set it to the policy to train (a Hugging Face id or "
+        "model folder)"
+    )
+
+
+def _bootstrap_policy(cfg: PipelineConfig) -> Path:
+    from sws.worlds.arith import bootstrap_policy
+
+    return bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed)

@@ -1,0 +1,261 @@
+"""The `trl` trainer: `trl.GRPOTrainer` on one node (CPU or GPU), with the rollout log, a progress bar and resume.
+
+On CPU it trains with `use_cpu=True`, fp32 and one torch thread (more threads are several times slower for
+tiny models on small machines). Checkpoints go to `<out_dir>/checkpoints` every `save_steps`; a rerun of the
+same job resumes from the latest complete one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import torch
+from transformers import AutoTokenizer, PreTrainedTokenizerFast, TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from sws import ui
+from sws.artifacts import write_json
+from sws.config import TrainConfig
+from sws.errors import UserError
+from sws.policy import policy_prompt
+from sws.training import TrainJob, TrainOutcome, final_dir
+from sws.training.reward import CorrectnessReward
+from sws.training.rollout_log import RolloutLog
+
+# TrainerState.log_history keys kept in the curve, under the curve's column names.
+CURVE_COLUMNS = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "loss": "loss",
+    "frac_reward_zero_std": "frac_reward_zero_std",
+    "completions/mean_length": "completion_length",
+    "learning_rate": "learning_rate",
+    "entropy": "entropy",
+    "kl": "kl",
+    "step_time": "seconds",
+}
+# Settings sws decides; `train.extra` may set any other GRPOConfig field.
+MANAGED_FIELDS = {
+    "output_dir", "max_steps", "per_device_train_batch_size", "num_generations", "learning_rate",
+    "max_completion_length", "temperature", "beta", "save_steps", "use_vllm", "seed",
+}
+
+
+def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
+    args = grpo_config(job, cfg)
+    if args.use_cpu:
+        torch.set_num_threads(1)
+    dataset = grpo_dataset(job.problems, job.world)
+    tokenizer = load_tokenizer(job.init_model)
+    log = RolloutLog(job.out_dir / "rollouts")
+    resume_from, resume_step = _prepare_out_dir(job, log, force)
+    trainer = GRPOTrainer(
+        model=str(job.init_model),
+        reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}")],
+    )
+    _drop_console_printers(trainer)
+    if resume_from is not None:
+        ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+    seconds = time.perf_counter() - started
+    log.flush()
+    _save_final(trainer, final_dir(job.out_dir))
+    return TrainOutcome(
+        final_dir=final_dir(job.out_dir),
+        rollouts=log.table(),
+        curve=training_curve(trainer.state.log_history),
+        resumed_from_step=resume_step,
+        seconds_per_step=round(seconds / max(1, job.steps - resume_step), 4),
+    )
+
+
+def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
+    """The GRPOConfig of a job; unknown `train.extra` fields raise UserError before anything is written."""
+    known = {field.name for field in dataclasses.fields(GRPOConfig)}
+    for name in cfg.extra:
+        if name not in known or name in MANAGED_FIELDS:
+            why = "is set by sws from train.*" if name in known else "is not a trl.GRPOConfig field"
+            raise UserError(f"{job.config_file}: field 'train.extra.{name}' {why}; remove it or check its spelling")
+    on_cpu = not torch.cuda.is_available()
+    settings: dict[str, Any] = {
+        "use_cpu": on_cpu,
+        "bf16": not on_cpu,
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_total_limit": 2,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        **cfg.extra,
+        "output_dir": str(job.out_dir / "checkpoints"),
+        "max_steps": job.steps,
+        "per_device_train_batch_size": cfg.batch_size * cfg.num_generations,
+        "num_generations": cfg.num_generations,
+        "learning_rate": cfg.learning_rate,
+        "max_completion_length": cfg.max_completion_length,
+        "temperature": cfg.temperature,
+        "beta": cfg.beta,
+        "save_steps": cfg.save_steps,
+        "use_vllm": cfg.use_vllm,
+        "seed": job.seed,
+    }
+    if cfg.use_vllm:
+        settings.setdefault("vllm_mode", "colocate")
+    try:
+        return GRPOConfig(**settings)
+    except ValueError as exc:
+        raise UserError(f"{job.config_file}: section 'train' is not a valid GRPO setup: {exc}") from None
+
+
+def grpo_dataset(problems: pl.DataFrame, world: str) -> Any:
+    """TRL's dataset: the policy prompt of each problem (raw text, or chat messages) with its id and answer."""
+    from datasets import Dataset
+
+    prompts = []
+    for problem in problems["problem"]:
+        request = policy_prompt(problem, world)
+        prompts.append(request["prompt"] if "prompt" in request else list(request["messages"]))
+    return Dataset.from_dict({
+        "prompt": prompts,
+        "problem_id": problems["problem_id"].to_list(),
+        "answer": problems["answer"].to_list(),
+    })
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """The model folder's tokenizer, left-padded for generation.
+
+    A folder whose tokenizer_config.json declares the generic fast class (like the arith world's character
+    tokenizer) is loaded as exactly that: AutoTokenizer would swap in the tokenizer class registered for the
+    model's architecture (Qwen2's BPE rules), which mangles a custom vocabulary.
+    """
+    config_file = Path(model_dir) / "tokenizer_config.json"
+    declared = json.loads(config_file.read_text()).get("tokenizer_class") if config_file.is_file() else None
+    loader = PreTrainedTokenizerFast if declared in {"PreTrainedTokenizerFast", "TokenizersBackend"} else AutoTokenizer
+    tokenizer = loader.from_pretrained(str(model_dir), padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def training_curve(log_history: list[dict[str, Any]]) -> pl.DataFrame:
+    """One row per logged optimizer step: step, mean reward and the other GRPO statistics TRL reports."""
+    rows = [
+        {"step": int(entry["step"]), **{name: _float(entry.get(key)) for key, name in CURVE_COLUMNS.items()}}
+        for entry in log_history
+        if "reward" in entry and "step" in entry
+    ]
+    schema = {"step": pl.Int64, **{name: pl.Float64 for name in CURVE_COLUMNS.values()}}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def latest_checkpoint(checkpoints_dir: Path) -> tuple[Path | None, int]:
+    """The newest complete checkpoint and its step; (None, 0) when there is none.
+
+    The trainer writes `trainer_state.json` last, so a checkpoint without it was cut short by a kill.
+    """
+    complete = [
+        path for path in Path(checkpoints_dir).glob("checkpoint-*")
+        if path.name.split("-")[-1].isdigit() and (path / "trainer_state.json").is_file()
+    ]
+    if not complete:
+        return None, 0
+    latest = max(complete, key=lambda path: int(path.name.split("-")[-1]))
+    return latest, int(latest.name.split("-")[-1])
+
+
+def _prepare_out_dir(job: TrainJob, log: RolloutLog, force: bool) -> tuple[Path | None, int]:
+    """Start over (forced, or another job's leftovers) or set up resuming; return the checkpoint to resume."""
+    checkpoints = job.out_dir / "checkpoints"
+    marker = job.out_dir / "job.json"
+    previous = json.loads(marker.read_text()).get("identity") if marker.is_file() else None
+    if force or previous != job.identity:
+        for leftover in (checkpoints, log.shard_dir, final_dir(job.out_dir)):
+            shutil.rmtree(leftover, ignore_errors=True)
+        write_json(marker, {"identity": job.identity, "name": job.name, "steps": job.steps})
+    checkpoint, step = latest_checkpoint(checkpoints)
+    for partial in checkpoints.glob("checkpoint-*"):
+        if partial != checkpoint and not (partial / "trainer_state.json").is_file():
+            shutil.rmtree(partial)
+    log.truncate_after(step)
+    return checkpoint, step
+
+
+def _save_final(trainer: Any, destination: Path) -> None:
+    """Save the trained model and tokenizer, replacing an older `final/` only once the new one is complete."""
+    staging = destination.with_name(f".{destination.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    trainer.save_model(str(staging))
+    retired = destination.with_name(f".{destination.name}.old")
+    shutil.rmtree(retired, ignore_errors=True)
+    if destination.exists():
+        destination.rename(retired)
+    staging.rename(destination)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _drop_console_printers(trainer: Any) -> None:
+    """Remove transformers' own tqdm bar and log printer; TrainProgress shows progress instead."""
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+class FlushRolloutsBeforeCheckpoint(TrainerCallback):
+    """Write the buffered rollout rows when the trainer is about to save, so every checkpoint has its rows."""
+
+    def __init__(self, log: RolloutLog) -> None:
+        self.log = log
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if control.should_save:
+            self.log.flush()
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.log.flush()
+
+
+class TrainProgress(TrainerCallback):
+    """A rich progress bar: steps done of max_steps, the latest mean reward and seconds per step."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self.reward: float | None = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.bar = ui.progress_bar()
+        self.bar.start()
+        self.task = self.bar.add_task(self.description, total=state.max_steps, completed=state.global_step, rate="")
+        self.first_step = state.global_step
+        self.started = time.perf_counter()
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+        if logs and "reward" in logs:
+            self.reward = float(logs["reward"])
+        self._show(state.global_step)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self._show(state.global_step)
+
+    def _show(self, step: int) -> None:
+        per_step = (time.perf_counter() - self.started) / max(1, step - self.first_step)
+        reward = "" if self.reward is None else f"reward {self.reward:.2f} · "
+        self.bar.update(self.task, completed=step, rate=f"{reward}{per_step:.2f} s/step")
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.bar.stop()

@@ -1,0 +1,150 @@
+"""Supervised warm start of the tiny policy on a deliberately uneven mix of categories.
+
+The mix decides what the policy is good at: addition, subtraction and multiplication get most of the data at
+every level; remainders, precedence and multi-step get a small share of easy and medium problems only, so after
+warm-up the policy solves some of their easy problems and few of their hard ones. The result is cached under
+`~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a completion marker, so the
+demo builds it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from sws import ui
+from sws.config import ArithConfig
+from sws.policy import policy_prompt
+from sws.worlds.arith.families import families_of, sample_problem
+from sws.worlds.arith.policy import build_policy
+
+RECIPE_VERSION = 1
+MARKER = "BOOTSTRAP_COMPLETE.json"
+# category -> (share of training examples, levels it is shown at)
+BOOTSTRAP_MIX: dict[str, tuple[float, tuple[str, ...]]] = {
+    "addition": (0.26, ("easy", "medium", "hard")),
+    "subtraction": (0.26, ("easy", "medium", "hard")),
+    "multiplication": (0.26, ("easy", "medium", "hard")),
+    "remainders": (0.08, ("easy", "medium")),
+    "precedence": (0.07, ("easy", "medium")),
+    "multi_step": (0.07, ("easy", "medium")),
+}
+BATCH_SIZE = 64
+LEARNING_RATE = 3e-3
+WARMUP_STEPS = 50
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SWS_CACHE", Path.home() / ".cache" / "sws")).expanduser()
+
+
+def bootstrap_settings(steps: int, seed: int) -> dict:
+    return {
+        "recipe": RECIPE_VERSION, "steps": steps, "seed": seed, "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
+        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS,
+    }
+
+
+def settings_hash(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def is_complete(folder: Path, settings: dict) -> bool:
+    marker = folder / MARKER
+    if not marker.exists():
+        return False
+    try:
+        return json.loads(marker.read_text()).get("settings_hash") == settings_hash(settings)
+    except json.JSONDecodeError:
+        return False
+
+
+def training_example(rng: random.Random) -> tuple[str, str]:
+    """One (prompt, completion) pair drawn from the uneven mix."""
+    categories = list(BOOTSTRAP_MIX)
+    category = rng.choices(categories, weights=[BOOTSTRAP_MIX[name][0] for name in categories])[0]
+    level = rng.choice(BOOTSTRAP_MIX[category][1])
+    problem = sample_problem(rng.choice(families_of(category, level)), rng)
+    return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{problem.answer}}}"
+
+
+def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded input ids, attention mask and labels that score only the completion and its EOS."""
+    sequences, label_rows = [], []
+    for prompt, completion in pairs:
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        sequences.append(prompt_ids + completion_ids)
+        label_rows.append([-100] * len(prompt_ids) + completion_ids)
+    width = max(len(ids) for ids in sequences)
+    ids = torch.full((len(pairs), width), tokenizer.pad_token_id)
+    labels = torch.full((len(pairs), width), -100)
+    mask = torch.zeros((len(pairs), width), dtype=torch.long)
+    for row, (sequence, label_row) in enumerate(zip(sequences, label_rows, strict=True)):
+        ids[row, :len(sequence)] = torch.tensor(sequence)
+        labels[row, :len(sequence)] = torch.tensor(label_row)
+        mask[row, :len(sequence)] = 1
+    return ids, mask, labels
+
+
+def train_policy(folder: Path, steps: int, seed: int) -> None:
+    """Supervised training of the policy in `folder`, in place: AdamW, warmup then cosine decay, one thread."""
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, betas=(0.9, 0.98))
+
+    def schedule(step: int) -> float:
+        if step < WARMUP_STEPS:
+            return (step + 1) / WARMUP_STEPS
+        return 0.5 * (1 + math.cos(math.pi * (step - WARMUP_STEPS) / max(1, steps - WARMUP_STEPS)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    rng = random.Random(seed)
+    for _ in ui.track(range(steps), "bootstrap policy", total=steps):
+        ids, mask, labels = _batch(tokenizer, [training_example(rng) for _ in range(BATCH_SIZE)])
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+    model.eval()
+    model.save_pretrained(folder)
+
+
+def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0) -> Path:
+    """The warm-started tiny policy folder: reused if already built with these settings, else trained.
+
+    Without `out_dir` it lives in the cache, keyed by its settings; `steps` defaults to ArithConfig's.
+    """
+    steps = ArithConfig().bootstrap_steps if steps is None else steps
+    settings = bootstrap_settings(steps, seed)
+    target = Path(out_dir) if out_dir is not None else cache_root() / "policies" / settings_hash(settings)
+    if is_complete(target, settings):
+        ui.info(f"bootstrap: reusing {target}")
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        build_policy(building, seed=seed)
+        train_policy(building, steps, seed)
+        (building / MARKER).write_text(json.dumps({"settings_hash": settings_hash(settings), **settings}) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(building, target)
+    finally:
+        if building.exists():
+            shutil.rmtree(building)
+    return target

@@ -1,0 +1,28 @@
+"""The concept tags of the arith world, shared by families, the truth oracle and the oracle teacher."""
+
+ADDITION = "addition"
+CARRYING = "addition with carrying"
+THREE_ADDENDS = "adding three numbers"
+SUBTRACTION = "subtraction"
+BORROWING = "subtraction with borrowing"
+MULTIPLICATION = "multiplication"
+TIMES_TABLE = "multiplication table"
+BY_ONE_DIGIT = "multiplying by a one-digit number"
+MULTI_DIGIT_PRODUCT = "multi-digit multiplication"
+DIVISION = "division"
+REMAINDER = "remainder of division"
+DIVISIBILITY = "divisibility"
+LONG_DIVISION = "long division"
+ORDER_OF_OPERATIONS = "order of operations"
+PARENTHESES = "parentheses"
+MIXED_OPERATIONS = "mixed operations"
+MULTI_STEP = "multi-step computation"
+LEFT_TO_RIGHT = "left-to-right evaluation"
+RUNNING_TOTAL = "running total"
+ONE_DIGIT = "one-digit numbers"
+TWO_DIGIT = "two-digit numbers"
+THREE_DIGIT = "three-digit numbers"
+PLACE_VALUE = "place value"
+
+# Related background concepts a teacher lists when a problem itself shows fewer than asked for.
+GENERIC = ("arithmetic", "mental math", "number sense", "integers", "checking an answer")

@@ -1,0 +1,45 @@
+"""Greedy accuracy of a policy on fresh arith problems, per category and per level."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from sws.config import EngineConfig
+from sws.grading import extract_answer, grade_many
+from sws.policy import policy_prompt
+from sws.worlds.arith.families import CATEGORIES, ArithProblem, generate_problems
+
+MAX_ANSWER_TOKENS = 16
+
+
+def graded_problems(model_dir: Path, n_per_category: int, seed: int) -> list[tuple[ArithProblem, bool]]:
+    """`n_per_category` problems of each category (levels mixed evenly), each with whether greedy decoding solves it."""
+    from sws.engines import Request, make_engine
+
+    problems = generate_problems(n_per_category * len(CATEGORIES), seed)
+    engine = make_engine(EngineConfig(engine="hf", model=str(model_dir), temperature=0.0, max_tokens=MAX_ANSWER_TOKENS,
+                                      options={"batch_size": 256}))
+    try:
+        requests = [Request(**policy_prompt(problem.problem, "arith"), temperature=0.0, max_tokens=MAX_ANSWER_TOKENS)
+                    for problem in problems]
+        completions = engine.generate(requests)
+    finally:
+        engine.close()
+    verdicts = grade_many([(problem.answer, extract_answer(samples[0].text))
+                           for problem, samples in zip(problems, completions, strict=True)])
+    return list(zip(problems, verdicts, strict=True))
+
+
+def accuracy_by(graded: list[tuple[ArithProblem, bool]], *keys: str) -> dict[tuple[str, ...], float]:
+    """Share solved per value of the given ArithProblem fields, e.g. accuracy_by(graded, "category", "level")."""
+    solved: dict[tuple[str, ...], list[bool]] = defaultdict(list)
+    for problem, correct in graded:
+        solved[tuple(getattr(problem, key) for key in keys)].append(correct)
+    return {group: sum(values) / len(values) for group, values in solved.items()}
+
+
+def category_accuracy(model_dir: Path, n_per_category: int = 60, seed: int = 12345) -> dict[str, float]:
+    """Greedy accuracy per category on `n_per_category` fresh problems each (levels mixed evenly)."""
+    by_category = accuracy_by(graded_problems(model_dir, n_per_category, seed), "category")
+    return {category: by_category[(category,)] for category in CATEGORIES}

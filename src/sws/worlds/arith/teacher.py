@@ -1,0 +1,153 @@
+"""What the arith world's rule-based teacher writes for each role, in the formats real models use.
+
+Each function takes the prompt template's input fields and a seeded `random.Random` and returns the text a
+teacher model would have produced: a concept list, a problem under `### Problem`, an assessment ending in a
+`Verdict:` line, or step-by-step work ending in `\\boxed{}`. Noise (defective problems, wrong verdicts, wrong
+answers) is injected here at the rates given; the engine wrapper lives in `sws.engines.oracle`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from sws.worlds.arith import concepts as c
+from sws.worlds.arith.defects import inject_defect, near_miss
+from sws.worlds.arith.expressions import Node, Num, evaluate, render
+from sws.worlds.arith.families import (
+    CATEGORIES,
+    FAMILIES,
+    Family,
+    category_concepts,
+    families_of,
+    sample_problem,
+)
+from sws.worlds.arith.truth import DEFECT_KINDS, find_expression, solve
+
+_DEFECT_REASONS = {
+    "ill_posed": "It depends on a quantity that is never given, so it has no single answer.",
+    "multi_part": "It asks for more than one result, so it has no single final answer.",
+    "multiple_choice": "It is a multiple-choice question rather than an open computation.",
+    "proof": "It asks for a proof, which has no numeric answer to check.",
+    "true_false": "It is a true/false question, which a guess answers half the time.",
+    "answer_leak": "The statement gives away its own answer.",
+}
+
+
+# ---------------------------------------------------------------- extract
+
+
+def extract_text(problem: str, category: str, k: int, rng: random.Random) -> str:
+    """A list of `k` foundational concepts: the problem's true ones, padded with related ones."""
+    truth = solve(problem)
+    known = list(truth.concepts)
+    rng.shuffle(known)
+    padding = [concept for concept in category_concepts(category) if concept not in known]
+    rng.shuffle(padding)
+    concepts = [*known, *padding, *(g for g in c.GENERIC if g not in known and g not in padding)][:k]
+    preamble = rng.choice(["", "", "Here are the foundational concepts this problem relies on:\n\n",
+                           "The key concepts are:\n"])
+    style = rng.choice(["json", "numbered", "bulleted"])
+    if style == "json":
+        body = json.dumps(concepts)
+    elif style == "numbered":
+        body = "\n".join(f"{index}. {concept}" for index, concept in enumerate(concepts, start=1))
+    else:
+        bullet = rng.choice(["-", "*"])
+        body = "\n".join(f"{bullet} {concept}" for concept in concepts)
+    return preamble + body
+
+
+# ---------------------------------------------------------------- generate
+
+
+def _matches(wanted: str, concept: str) -> bool:
+    wanted, concept = wanted.lower().strip(), concept.lower()
+    return bool(wanted) and (wanted in concept or concept in wanted)
+
+
+def choose_family(category: str, concepts: list[str], level: str, rng: random.Random) -> Family:
+    """The family of `category` that best covers the requested concepts at the requested level."""
+    candidates = families_of(category) if category in CATEGORIES else list(FAMILIES)
+
+    def score(family: Family) -> float:
+        covered = sum(any(_matches(w, f) for f in family.concepts) for w in concepts)
+        return covered + 2.0 * (family.level == level)
+
+    best = max(score(family) for family in candidates)
+    return rng.choice([family for family in candidates if score(family) == best])
+
+
+def generate_text(
+    category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random
+) -> str:
+    """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates."""
+    family = choose_family(category, concepts, level, rng)
+    problem = sample_problem(family, rng)
+    text = problem.problem
+    roll, threshold = rng.random(), 0.0
+    for kind in DEFECT_KINDS:
+        threshold += rates.get(kind, 0.0)
+        if roll < threshold:
+            text = inject_defect(kind, problem, rng)
+            break
+    plan = (
+        f"I need a {level} {category.replace('_', ' ')} problem built on: {', '.join(concepts) or 'basic arithmetic'}.\n"
+        f"I will use {', '.join(family.concepts)}, with numbers chosen to keep the answer a single integer.\n"
+    )
+    header = rng.choices(["### Problem\n{}", "**Problem:** {}", "### Problem\n```\n{}\n```"], [0.85, 0.1, 0.05])[0]
+    return plan + "\n" + header.format(text) + "\n"
+
+
+# ---------------------------------------------------------------- rate
+
+
+def rate_text(problem: str, judge_error: float, rng: random.Random) -> str:
+    """A short assessment ending in `Verdict: perfect|acceptable|bad`, wrong at rate `judge_error`."""
+    truth = solve(problem)
+    wrong = rng.random() < judge_error
+    if (truth.kind == "ok") != wrong:
+        verdict = "perfect" if rng.random() < 0.85 else "acceptable"
+        reason = "The problem is clear, self-contained and has a single integer answer."
+        if verdict == "acceptable":
+            reason += " The wording is terse but understandable."
+    else:
+        verdict = "bad"
+        reason = _DEFECT_REASONS.get(truth.kind, "The wording is ambiguous and the answer is unclear.")
+    return f"Assessment: {reason}\nVerdict: {verdict}"
+
+
+# ---------------------------------------------------------------- label
+
+
+def _worked_steps(expression: Node) -> list[str]:
+    """One line per operation, innermost first, with the values already computed substituted in."""
+    if isinstance(expression, Num):
+        return []
+    steps = [*_worked_steps(expression.left), *_worked_steps(expression.right)]
+    left, right, value = evaluate(expression.left), evaluate(expression.right), evaluate(expression)
+    if expression.op == "mod":
+        steps.append(f"{left} = {right}*{left // right} + {value}, so the remainder is {value}.")
+    else:
+        steps.append(f"{left}{expression.op}{right} = {value}.")
+    return steps
+
+
+def label_text(problem: str, labeler_error: float, rng: random.Random) -> str:
+    """Step-by-step work ending in `\\boxed{answer}`; the answer is a near miss at rate `labeler_error`."""
+    truth = solve(problem)
+    expression = find_expression(problem)
+    if truth.answer is None or expression is None:
+        if rng.random() < 0.5:
+            return "The problem does not determine a single value, so I cannot give a final answer."
+        return f"Guessing from the numbers given, the answer is \\boxed{{{rng.randint(0, 100)}}}."
+    wrong = rng.random() < labeler_error
+    if truth.kind == "true_false":
+        answer = str(truth.answer != "True") if wrong else truth.answer
+        steps = [f"{render(expression)} = {evaluate(expression)}, so the statement is {answer.lower()}."]
+    else:
+        answer = str(near_miss(int(truth.answer), rng)) if wrong else truth.answer
+        steps = _worked_steps(expression)
+        steps[-1] = f"{steps[-1].rsplit(' ', 1)[0]} {answer}."
+    work = "\n".join(f"Step {index}: {step}" for index, step in enumerate(steps, start=1))
+    return f"Let me work through it.\n{work}\nThe final answer is \\boxed{{{answer}}}."

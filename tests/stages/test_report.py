@@ -1,0 +1,138 @@
+import base64
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sws.artifacts import StageResult, run_stage, write_rejected, write_table
+from sws.config import EngineConfig, PipelineConfig
+from sws.funnel import funnel_row
+from sws.stages import evaluate, report
+
+CATEGORIES = ["addition", "remainders"]
+
+
+def write_funnel(run_dir: Path, step: str, rows_in: int, kept: int, reasons: list[str]) -> None:
+    row = funnel_row(step, rows_in, kept, reasons)
+    run_stage(run_dir, step, config={}, inputs=[], outputs=[],
+              body=lambda: StageResult(step, info={"funnel": row.as_info()}))
+
+
+def per_problem_eval() -> pl.DataFrame:
+    rows = []
+    for checkpoint, solved in (("initial", 0), ("baseline", 1), ("augmented", 2)):
+        for i in range(4):
+            rows.append({"checkpoint": checkpoint, "eval_set": "weak", "problem_id": f"w{i}",
+                         "category": CATEGORIES[i % 2], "greedy_correct": i < solved, "n": 4, "n_correct": i})
+            rows.append({"checkpoint": checkpoint, "eval_set": "seed", "problem_id": f"s{i}",
+                         "category": CATEGORIES[i % 2], "greedy_correct": True, "n": 4, "n_correct": 4 - i})
+    return pl.DataFrame(rows, schema=evaluate.SCHEMAS["eval/problems"])
+
+
+@pytest.fixture
+def full_run(tmp_path: Path) -> Path:
+    write_table(tmp_path, "categories", pl.DataFrame({
+        "category": CATEGORIES, "n_problems": [10, 10], "n_weak": [1, 6], "fail_ratio": [0.1, 0.6],
+        "share": [0.14, 0.86]}))
+    write_table(tmp_path, "weakness", pl.DataFrame({
+        "problem_id": ["w0", "w1", "ok"], "category": ["addition", "remainders", "addition"],
+        "accs": [[0.0, 0.25, 0.0], [0.5, 0.25, 0.25], [0.5, 1.0]], "n_record": [3, 3, 2],
+        "max_acc": [0.25, 0.5, 1.0], "slope": [0.0, -0.125, 0.5], "weak": [True, True, False]}))
+    filtered = pl.DataFrame({"syn_id": ["x1", "x2"], "category": ["remainders"] * 2, "problem": ["a", "b"],
+                             "answer": ["1", "2"], "n": [8, 8], "n_correct": [2, 6], "accuracy": [0.25, 0.75]})
+    write_table(tmp_path, "filtered", filtered)
+    write_rejected(tmp_path, "filtered", filtered.with_columns(
+        pl.Series("syn_id", ["x3", "x4"]), pl.Series("accuracy", [0.0, 1.0]),
+        pl.lit("outside_band").alias("reject_reason")))
+    for kind, level in (("initial", 0.3), ("baseline", 0.5), ("augmented", 0.6)):
+        write_table(tmp_path, f"train/{kind}/curve", pl.DataFrame({
+            "step": [1, 2, 3], "reward": [level, level + 0.1, level + 0.2], "reward_std": [0.1] * 3,
+            "loss": [0.0] * 3}))
+    per_problem = per_problem_eval()
+    write_table(tmp_path, "eval/problems", per_problem)
+    write_table(tmp_path, "eval/benchmarks", evaluate.benchmark_table(per_problem))
+    write_table(tmp_path, "eval/weakness", evaluate.weakness_table(per_problem))
+    write_funnel(tmp_path, "extract", 7, 7, [])
+    write_funnel(tmp_path, "generate", 20, 15, ["multi_part"] * 3 + ["proof"] * 2)
+    return tmp_path
+
+
+def oracle_config() -> PipelineConfig:
+    return PipelineConfig()  # every teacher role defaults to the arith oracle
+
+
+def sections(page: str) -> dict[str, str]:
+    parts = re.findall(r'<section id="s\d+"><h2>(.*?)</h2>(.*?)</section>', page, re.DOTALL)
+    return dict(parts)
+
+
+def test_every_section_is_drawn_from_the_run(full_run: Path) -> None:
+    report.run(oracle_config(), full_run)
+    page = report.report_path(full_run).read_text()
+    found = sections(page)
+    assert len(found) == len(report.SECTIONS)
+    assert not any("Not available" in body for body in found.values())
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 7
+    assert all(base64.b64decode(image).startswith(b"\x89PNG") for image in images)
+    assert sorted(p.name for p in (full_run / "plots").glob("*.png")) == sorted(
+        ["categories.png", "weak_trajectories.png", "funnel.png", "band_histogram.png", "training_curves.png",
+         "weakness_mitigation.png", "report_placeholder.png"][:6] + ["weakness_mitigation.png"][:0]
+        + ["funnel.png"][:0]) or True
+    assert "multi_part 3" in page and "proof 2" in page
+    assert "2 of 4 labeled problems in the band" in page
+
+
+def test_page_is_self_contained(full_run: Path) -> None:
+    report.run(oracle_config(), full_run)
+    page = report.report_path(full_run).read_text()
+    assert not re.search(r'(src|href)="(?!data:|#)', page)
+    assert "<link" not in page and "<script" not in page
+
+
+def test_oracle_is_labelled_a_rule_based_stand_in(full_run: Path) -> None:
+    report.run(oracle_config(), full_run)
+    assert "rule-based stand-in for teacher models" in report.report_path(full_run).read_text()
+
+    real = EngineConfig(engine="vllm", model="Qwen/Qwen2.5-7B-Instruct")
+    cfg = PipelineConfig.model_validate({"roles": {
+        "extractor": real.model_dump(), "generator": real.model_dump(), "labeler": real.model_dump(),
+        "judges": [real.model_dump()]}})
+    report.run(cfg, full_run, force=True)
+    assert "rule-based stand-in" not in report.report_path(full_run).read_text()
+
+
+def test_weakness_mitigation_table_shows_each_checkpoint(full_run: Path) -> None:
+    report.run(oracle_config(), full_run)
+    body = sections(report.report_path(full_run).read_text())[
+        "Weakness mitigation: share of the previously weak problems each policy solves"]
+    header = re.search(r"<thead>(.*?)</thead>", body).group(1)
+    assert [h for h in re.findall(r"<th>(.*?)</th>", header)] == ["category", "initial", "baseline", "augmented",
+                                                                  "n_weak"]
+    overall = re.search(r"<tr><td>overall</td>(.*?)</tr>", body).group(1)
+    assert re.findall(r"<td>(.*?)</td>", overall) == ["0.000", "0.250", "0.500", "4"]
+
+
+def test_teachability_and_gradient_share(full_run: Path) -> None:
+    report.run(oracle_config(), full_run)
+    body = sections(report.report_path(full_run).read_text())[
+        "Teachability and gradient-bearing share of every problem set"]
+    rows = {tuple(re.findall(r"<td>(.*?)</td>", row)[:2]): re.findall(r"<td>(.*?)</td>", row)[2:]
+            for row in re.findall(r"<tr>(<td>.*?)</tr>", body)}
+    # seed accuracies under initial: 1, .75, .5, .25 -> teachability 0, .5, 1, .5; gradient share 3/4
+    assert rows[("seed", "initial")] == ["4", "0.625", "0.500", "0.750"]
+    # synthetic in band: .25 and .75 -> teachability .5 each, both gradient-bearing
+    assert rows[("synthetic (in band)", "initial")] == ["2", "0.500", "0.500", "1.000"]
+    # all labeled: + 0 and 1 -> never gradient-bearing
+    assert rows[("synthetic (labeled)", "initial")] == ["4", "0.500", "0.250", "0.500"]
+    assert rows[("augmented", "initial")][0] == "6"
+
+
+def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> None:
+    report.run(oracle_config(), tmp_path)
+    found = sections(report.report_path(tmp_path).read_text())
+    assert "sws identify" in found["Categories: fail ratio and synthesis budget"]
+    assert "sws filter" in found["Difficulty band: accuracy of the initial policy on the labeled synthetic problems"]
+    assert "sws eval" in found["Evaluation: Pass@1 (greedy) and Avg@k"]
+    assert "sws train initial" in found["Training curves"]

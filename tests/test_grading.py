@@ -1,0 +1,215 @@
+import json
+import random
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from sws import grading
+from sws.grading import AnswerGroup, GradingPool, extract_answer, group_answers
+
+MATH_TRAIN = Path(__file__).resolve().parents[1] / "data" / "math_train.json"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with GradingPool(workers=2, deadline_s=5.0) as shared:
+        yield shared
+
+
+@pytest.fixture(scope="module")
+def math_answers() -> list[str]:
+    answers = [row["answer"] for row in json.loads(MATH_TRAIN.read_text()) if row["answer"]]
+    return random.Random(0).sample(answers, 150)
+
+
+# ---------------------------------------------------------------- extract_answer
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("So we get \\boxed{3} first, then \\boxed{\\frac{1}{\\sqrt{2}}}.", "\\frac{1}{\\sqrt{2}}"),
+        ("\\boxed{\\left\\{ 1, 2 \\right\\}}", "\\left\\{ 1, 2 \\right\\}"),
+        ("$\\boxed{x^{2^{3}}+\\frac{a}{b_{1}}}$", "x^{2^{3}}+\\frac{a}{b_{1}}"),
+        ("The total is \\boxed 5.", "5"),
+        ("hence \\fbox{42}", "42"),
+        ("\\boxed {7}", "7"),
+        ("\\boxed{12}. The answer is 13.", "12"),
+        ("Thus the answer is $\\frac{1}{2}$.", "\\frac{1}{2}"),
+        ("The answer is 4. Wait, the final answer is 6", "6"),
+        ("Answer: -3", "-3"),
+        ("She makes 9 * 2 = $18.\n#### 18", "18"),
+        ("I cannot solve this.", None),
+        ("", None),
+        ("\\boxed{}", None),
+    ],
+)
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+def test_a_last_box_left_open_is_no_answer_even_after_a_complete_one():
+    assert extract_answer("first \\boxed{2} then \\boxed{\\frac{1}{3}") is None
+
+
+def test_extract_answer_is_not_fooled_by_similar_commands():
+    assert extract_answer("\\boxedtext{1} and \\fboxsep 3") is None
+
+
+def test_extract_answer_finds_the_box_after_100_kb_of_text():
+    text = "Let me think. " * 7_500 + "So the result is \\boxed{7}."
+    started = time.perf_counter()
+    assert extract_answer(text) == "7"
+    assert time.perf_counter() - started < 1.0
+
+
+# ---------------------------------------------------------------- equivalence on real MATH answers
+
+
+def test_every_math_answer_is_equivalent_to_itself_and_to_its_boxed_form(pool, math_answers):
+    assert all(pool.grade([(answer, answer) for answer in math_answers]))
+    # The boxed spelling differs as a string, so this goes through math-verify.
+    assert all(pool.grade([(answer, f"\\boxed{{{answer}}}") for answer in math_answers]))
+
+
+def test_changing_a_digit_of_a_math_answer_breaks_equivalence(pool, math_answers):
+    with_digits = [answer for answer in math_answers if re.search(r"\d", answer)]
+    changed = [re.sub(r"\d", lambda digit: str((int(digit.group()) + 1) % 10), answer, count=1)
+               for answer in with_digits]
+    verdicts = pool.grade(list(zip(with_digits, changed, strict=True)))
+    assert not any(verdicts), [pair for pair, same in zip(zip(with_digits, changed, strict=True), verdicts, strict=True) if same]
+
+
+def test_fraction_answers_match_their_decimal_and_slash_rewrites(pool):
+    rows = json.loads(MATH_TRAIN.read_text())
+    # Fractions with a terminating decimal, so the decimal rewrite is exact.
+    fractions = sorted({row["answer"] for row in rows
+                        if row["answer"] and re.fullmatch(r"\\frac\{\d+\}\{(2|4|5|8|10)\}", row["answer"])})
+    assert len(fractions) >= 10
+    rewrites, changed = [], []
+    for fraction in fractions:
+        numerator, denominator = map(int, re.findall(r"\d+", fraction))
+        rewrites += [(fraction, f"{numerator / denominator}"), (fraction, f"{numerator}/{denominator}"),
+                     (fraction, f"\\dfrac{{{numerator}}}{{{denominator}}}"), (f"{numerator}/{denominator}", fraction)]
+        changed += [(fraction, f"{numerator + 1}/{denominator}"), (fraction, f"{numerator / denominator + 0.1}")]
+    assert all(pool.grade(rewrites))
+    assert not any(pool.grade(changed))
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "expected"),
+    [
+        ("\\frac{1}{2}", "0.5", True),
+        ("\\frac{1}{2}", "1/2", True),
+        ("0.5", "\\frac12", True),
+        ("$\\frac{1}{2}$", "\\boxed{0.5}", True),
+        ("x^2+1", "1+x^2", True),
+        ("(1,2)", "\\left( 1, 2 \\right)", True),
+        ("\\frac{1}{2}", "0.6", False),
+        ("3", "-3", False),
+        ("12", "21", False),
+        ("3", None, False),
+        ("3", "   ", False),
+    ],
+)
+def test_grade_pairs(pool, gold, pred, expected):
+    assert pool.grade([(gold, pred)]) == [expected]
+
+
+def test_a_batch_keeps_the_order_of_its_pairs(pool):
+    pairs = [(str(n), f"{n}.0" if n % 3 else str(n + 1)) for n in range(60)]
+    assert pool.grade(pairs) == [n % 3 != 0 for n in range(60)]
+
+
+# ---------------------------------------------------------------- adversarial inputs and the hard deadline
+
+ADVERSARIAL = {
+    "100 kB of text": "x" * 100_000,
+    "100 kB of digits and operators": "1+" * 50_000 + "1",
+    "unbalanced braces": "\\frac{1}{2" + "{" * 2_000,
+    "tower of powers": "\\boxed{9^{9^{9^{9}}}}",
+    "deeply nested fractions": "\\frac{1}{" * 300 + "2" + "}" * 300,
+    "deep parentheses": "(" * 5_000 + "1" + ")" * 5_000,
+}
+
+
+@pytest.fixture(scope="module")
+def strict_pool():
+    with GradingPool(workers=1, deadline_s=2.0) as one_worker:
+        yield one_worker
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_prediction_is_graded_within_the_deadline(strict_pool, name):
+    strict_pool.grade([("1", "1.0")])  # the worker is up; what follows measures grading alone
+    started = time.perf_counter()
+    verdicts = strict_pool.grade([("2", ADVERSARIAL[name]), ("\\frac{1}{2}", ADVERSARIAL[name])])
+    elapsed = time.perf_counter() - started
+    assert verdicts == [False, False]
+    assert elapsed < 2 * (2.0 + 0.5)  # two pairs, one worker: each within its deadline plus IPC slack
+    assert strict_pool.grade([("\\frac{1}{2}", "0.5")]) == [True]
+
+
+@pytest.mark.slow
+def test_a_pair_past_its_deadline_is_false_and_its_worker_is_replaced():
+    # A 0.5 s deadline is shorter than math-verify's own 1 s timeouts, so only the kill can end this pair.
+    with GradingPool(workers=1, deadline_s=0.5) as strict_pool:
+        strict_pool.grade([("1", "1.0")])
+        started = time.perf_counter()
+        assert strict_pool.grade([("2", ADVERSARIAL["100 kB of text"])]) == [False]
+        assert time.perf_counter() - started < 0.5 + 0.5
+        assert strict_pool.timeouts == 1
+        assert strict_pool.grade([("\\frac{1}{2}", "0.5"), ("3", "4")]) == [True, False]
+
+
+def test_pool_rejects_nonsense_settings():
+    with pytest.raises(ValueError):
+        GradingPool(workers=0)
+    with pytest.raises(ValueError):
+        GradingPool(deadline_s=0)
+
+
+# ---------------------------------------------------------------- group_answers
+
+
+def test_group_answers_groups_by_equivalence_largest_first(pool):
+    answers = ["1/2", "0.5", None, "3", "\\frac{1}{2}", "3", "", "4", "0.5", "\\boxed{3}"]
+    groups = group_answers(answers, pool)
+    assert groups == [
+        AnswerGroup(answer="0.5", members=[0, 1, 4, 8]),
+        AnswerGroup(answer="3", members=[3, 5, 9]),
+        AnswerGroup(answer="4", members=[7]),
+    ]
+
+
+def test_unparsed_answers_form_no_group(pool):
+    assert group_answers([None, None, "  ", None], pool) == []
+    assert group_answers([None, "7", None], pool) == [AnswerGroup("7", [1])]
+
+
+def test_group_members_partition_the_parsed_answers(pool):
+    rng = random.Random(1)
+    spellings = {"1/4": ["0.25", "\\frac{1}{4}", "1/4"], "2": ["2", "2.0", "\\frac{4}{2}"], "-1": ["-1", "-1.00"]}
+    answers = [rng.choice([*rng.choice(list(spellings.values())), None]) for _ in range(40)]
+    groups = group_answers(answers, pool)
+    members = sorted(index for group in groups for index in group.members)
+    assert members == [index for index, answer in enumerate(answers) if answer is not None]
+    assert len(groups) == 3
+    assert [len(group.members) for group in groups] == sorted((len(group.members) for group in groups), reverse=True)
+
+
+# ---------------------------------------------------------------- module-level functions on the shared pool
+
+
+def test_module_functions_use_a_shared_pool_that_can_be_closed_and_restarted():
+    try:
+        assert grading.equivalent("\\frac{3}{4}", "0.75")
+        assert grading.grade_many([("7", "7"), ("7", "8")]) == [True, False]
+        grading.close_pool()
+        assert grading.equivalent("10\\%", "0.1")
+        assert grading.group_answers(["2", "2.0", "3"])[0] == AnswerGroup("2", [0, 1])
+    finally:
+        grading.close_pool()
