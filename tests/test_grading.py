@@ -1,4 +1,5 @@
 import json
+import multiprocessing
 import random
 import re
 import time
@@ -118,8 +119,18 @@ def test_grade_pairs(pool, gold, pred, expected):
     assert pool.grade([(gold, pred)]) == [expected]
 
 
+def test_plain_integers_are_compared_without_starting_a_worker():
+    running_before = set(multiprocessing.active_children())
+    with GradingPool(workers=1) as fresh_pool:
+        huge = "9" * 10_000
+        verdicts = fresh_pool.grade([("7", "007"), ("-0", "0"), ("+12", "12"), ("12", "-12"), (huge, huge + "9"),
+                                     (huge, f"${huge}$")])
+        assert verdicts == [True, True, True, False, False, True]
+        assert set(multiprocessing.active_children()) == running_before
+
+
 def test_a_batch_keeps_the_order_of_its_pairs(pool):
-    pairs = [(str(n), f"{n}.0" if n % 3 else str(n + 1)) for n in range(60)]
+    pairs = [(f"\\frac{{{n}}}{{2}}", f"{n / 2}" if n % 3 else f"{n / 2 + 1}") for n in range(60)]
     assert pool.grade(pairs) == [n % 3 != 0 for n in range(60)]
 
 

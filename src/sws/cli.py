@@ -41,9 +41,13 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def command(name: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def command(
+    name: str | None = None, *, group: typer.Typer | None = None, **kwargs: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a guarded command on `app`, or on a sub-app (`group`, e.g. `world_app`)."""
+
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        app.command(name, **kwargs)(guarded(fn))
+        (group or app).command(name, **kwargs)(guarded(fn))
         return fn
 
     return register
@@ -68,12 +72,14 @@ def _main(quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress
     ui.set_quiet(quiet)
 
 
-@command(epilog="Example: sws prepare --input ../shared/data/math_train.json --run runs/math")
+@command(epilog="Example: sws prepare --input data/math_train.json --run runs/math")
 def prepare(
     run: RunOpt,
     input: Annotated[Path, typer.Option("--input", help="Seed set: JSON list, JSONL or Parquet.")],
     preset: Annotated[
-        str | None, typer.Option(help="Field layout of a known file: math, math500, aime24, aime25, gsm8k.")
+        str | None,
+        typer.Option(help="Field layout of a known file: math, math500, aime24, aime25, gsm8k "
+                     "(default: guessed from the file name)."),
     ] = None,
     problem_field: Annotated[str | None, typer.Option(help="Field holding the problem text.")] = None,
     answer_field: Annotated[str | None, typer.Option(help="Field holding the reference answer.")] = None,
@@ -88,11 +94,43 @@ def prepare(
     """Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a reason)."""
     from sws.stages import prepare as stage
 
-    cfg = resolve_config(run, config, {
+    cfg = load_run_config(run, config, {
         "prepare.input": str(input), "prepare.preset": preset, "prepare.problem_field": problem_field,
         "prepare.answer_field": answer_field, "prepare.category_field": category_field,
         "prepare.id_field": id_field,
-        "prepare.categories": categories.split(",") if categories else None,
+        "prepare.categories": [name.strip() for name in categories.split(",")] if categories else None,
+    })
+    stage.run(cfg, run, force=force)
+    # Saved only once the input proved usable, so a bad --input leaves the run's config.yaml as it was.
+    save_run_config(run, cfg)
+
+
+@command(epilog="Example: sws ingest --run runs/math --verl-dumps outputs/rollout_data --seed-file train.parquet")
+def ingest(
+    run: RunOpt,
+    verl_dumps: Annotated[
+        Path | None, typer.Option(help="verl trainer.rollout_data_dir: one <step>.jsonl per training step.")
+    ] = None,
+    acc_records: Annotated[
+        Path | None, typer.Option(help="SwS trainer's acc_records.json: {\"train\": {\"<index>\": [acc, ...]}}.")
+    ] = None,
+    seed_file: Annotated[
+        Path | None,
+        typer.Option(help="File the trainer read (JSON/JSONL/Parquet); its row order or `index` column gives "
+                     "the log's indices (default: row order of problems.parquet)."),
+    ] = None,
+    config: PipelineOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Read another trainer's rollout log into rollouts.parquet, matching every row to a problem."""
+    from sws.stages import ingest as stage
+
+    if (verl_dumps is None) == (acc_records is None):
+        raise UserError("sws ingest: pass exactly one of --verl-dumps DIR or --acc-records FILE")
+    log_format, log_path = ("verl", verl_dumps) if verl_dumps is not None else ("acc_records", acc_records)
+    cfg = resolve_config(run, config, {
+        "ingest.format": log_format, "ingest.path": str(log_path),
+        "ingest.seed_file": str(seed_file) if seed_file else None,
     })
     stage.run(cfg, run, force=force)
 
@@ -133,6 +171,42 @@ def synthesize(
     chosen = stage.parse_steps(steps)
     cfg = resolve_config(run, config, {"synthesize.budget": budget})
     stage.run(cfg, run, force=force, steps=chosen)
+
+
+@command(epilog="Example: sws train initial --run runs/demo --steps 200")
+def train(
+    kind: Annotated[str, typer.Argument(help="initial (seed set, writes rollouts.parquet), augmented, or baseline.")],
+    run: RunOpt,
+    steps: Annotated[int | None, typer.Option(help="GRPO steps (default: train.<kind>_steps, 200).")] = None,
+    config: PipelineOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Start over instead of resuming or skipping.")] = False,
+) -> None:
+    """GRPO-train a policy: initial on the seed set, augmented or baseline continuing from the initial one."""
+    from sws.artifacts import TRAIN_KINDS
+    from sws.stages import train as stage
+
+    if kind not in TRAIN_KINDS:
+        raise UserError(f"training kind '{kind}' is not known; use one of: {', '.join(TRAIN_KINDS)}")
+    cfg = resolve_config(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps})
+    stage.run(cfg, run, force=force, kind=kind)
+
+
+@command("filter", epilog="Example: sws filter --run runs/demo --band 0.25 0.75 --rollouts 8")
+def filter_by_difficulty(
+    run: RunOpt,
+    band: Annotated[
+        tuple[float, float] | None,
+        typer.Option(help="Keep problems whose policy accuracy is within LO HI, inclusive (default 0.25 0.75)."),
+    ] = None,
+    rollouts: Annotated[int | None, typer.Option(help="Policy samples per problem (default 8).")] = None,
+    config: PipelineOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Keep the labeled problems the initially trained policy solves sometimes, neither never nor always."""
+    from sws.stages import difficulty as stage
+
+    cfg = resolve_config(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts})
+    stage.run(cfg, run, force=force)
 
 
 @command(epilog="Example: sws mix --run runs/demo")
@@ -188,6 +262,37 @@ def report(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> 
     stage.run(resolve_config(run, config, {}), run, force=force)
 
 
+@command(epilog="Example: sws sample --run runs/demo --role policy --prompt 'Compute 47+85.' -n 4")
+def sample(
+    run: RunOpt,
+    prompt: Annotated[str, typer.Option(help="Text to send (for the policy, a problem; else a user message).")],
+    role: Annotated[
+        str, typer.Option(help="Role whose engine answers: extractor, generator, judges.N, labeler, policy.")
+    ] = "policy",
+    n: Annotated[int, typer.Option("-n", help="Completions to sample.")] = 1,
+    max_tokens: Annotated[int | None, typer.Option(help="Token limit per completion (default: the role's).")] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    config: PipelineOpt = None,
+) -> None:
+    """Send one prompt to a role's engine and print its completions: check a model or server before a long run."""
+    from sws.engines import Request, make_engine, role_config
+    from sws.policy import policy_prompt
+    from sws.prompts import chat
+
+    cfg = load_run_config(run, config, {})
+    role_cfg = role_config(cfg, role)
+    text = policy_prompt(prompt, cfg.world) if role == "policy" else {"messages": chat(prompt)}
+    request = Request(**text, n=n, temperature=role_cfg.temperature, top_p=role_cfg.top_p,
+                      max_tokens=max_tokens or role_cfg.max_tokens, seed=seed)
+    engine = make_engine(role_cfg, run)
+    try:
+        completions = engine.generate([request])[0]
+    finally:
+        engine.close()
+    for index, completion in enumerate(completions):
+        typer.echo(f"--- completion {index} ({completion.tokens} tokens)\n{completion.text}")
+
+
 @command("run", epilog="Example: sws run pipelines/demo.yaml --run runs/demo --seed 1")
 def run_pipeline(
     pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/demo.yaml.")],
@@ -201,6 +306,74 @@ def run_pipeline(
     cfg = resolve_config(run, pipeline, {"seed": seed})
     runner.run(cfg, run, force=force)
     runner.print_headline(run)
+
+
+world_app = typer.Typer(
+    help="The built-in arithmetic world: seed sets, the tiny policy's warm start, its accuracy.\n\n"
+    "Example: sws world bootstrap --steps 1500",
+    no_args_is_help=True,
+)
+app.add_typer(world_app, name="world")
+CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories (default: all six).")]
+
+
+@command("seed-set", group=world_app, epilog="Example: sws world seed-set --out runs/demo/seed.jsonl --n 600 --seed 0")
+def world_seed_set(
+    out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
+    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the problem draw.")] = 0,
+    categories: CategoriesOpt = None,
+    levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard (default all).")] = None,
+) -> None:
+    """Write an arith seed problem set (categories in turn, levels mixed) that `sws prepare` reads."""
+    from sws.config import ArithConfig
+    from sws.worlds.arith.seed_set import write_seed_set
+
+    count = write_seed_set(
+        out, ArithConfig().n_seed_problems if n is None else n, seed,
+        categories.split(",") if categories else None, levels.split(",") if levels else None,
+    )
+    ui.info(f"wrote {count} arith problems to {out}")
+
+
+def _print_accuracy(model: Path, n_per_category: int | None, seed: int, title: str) -> None:
+    from rich.console import Console
+
+    from sws.config import ArithConfig
+    from sws.worlds.arith.evaluation import accuracy_table, graded_problems
+
+    n = ArithConfig().n_eval_per_category if n_per_category is None else n_per_category
+    Console().print(accuracy_table(graded_problems(model, n, seed), title))
+
+
+NPerCategoryOpt = Annotated[
+    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).")
+]
+
+
+@command("bootstrap", group=world_app, epilog="Example: sws world bootstrap --steps 1500 --seed 0")
+def world_bootstrap(
+    out: Annotated[Path | None, typer.Option(help="Policy folder to write (default: the cache, ~/.cache/sws).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Supervised steps (default: arith.bootstrap_steps).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the weights and the training data.")] = 0,
+    n_per_category: NPerCategoryOpt = None,
+) -> None:
+    """Warm-start the tiny policy on an uneven mix (reused if cached), then print its accuracy per category."""
+    from sws.worlds.arith.bootstrap import bootstrap_policy
+
+    folder = bootstrap_policy(out, steps, seed)
+    print(folder)
+    _print_accuracy(folder, n_per_category, 12345, f"greedy accuracy of {folder}")
+
+
+@command("accuracy", group=world_app, epilog="Example: sws world accuracy --model runs/demo/train/initial/final")
+def world_accuracy(
+    model: Annotated[Path, typer.Option(help="Policy folder (a Hugging Face model directory).")],
+    n_per_category: NPerCategoryOpt = None,
+    seed: Annotated[int, typer.Option(help="Seed of the fresh problems.")] = 12345,
+) -> None:
+    """Print a policy's greedy accuracy on fresh arith problems, per category and level."""
+    _print_accuracy(model, n_per_category, seed, f"greedy accuracy of {model}")
 
 
 def main() -> None:

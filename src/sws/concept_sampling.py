@@ -5,11 +5,13 @@ frequency (how many weak problems list it); each next concept j among those not 
 
     p(j) ∝ exp((w_c · cooc(S, j) + w_s · cos(mean(S), j)) / T)
 
-where cooc(S, j) is the *mean* number of problems that list both j and a chosen concept (the mean, not the sum,
-so the co-occurrence term keeps its scale as the set grows) and cos(mean(S), j) is the cosine similarity between
-j's embedding and the mean embedding of the chosen concepts. Every candidate's score is computed from its own
-row, in one vectorised pass; the softmax subtracts the maximum score, so large counts or a small T cannot
-overflow. All randomness comes from the numpy Generator passed in: one uniform draw per pick (inverse CDF),
+where cooc(S, j) is the *mean* over the chosen concepts i of count(i, j), the number of weak problems that list
+both, divided by the largest such count in the category; and cos(mean(S), j) is the cosine similarity between
+j's embedding and the mean embedding of the chosen concepts. The mean (not the sum) keeps the term's scale as the
+set grows, and the division by the category's largest count keeps it in [0, 1] like the cosine, so `T` and the
+weights mean the same on a 50-problem category and a 5,000-problem one (with raw counts in the hundreds and
+T = 0.2, every draw after the first would be deterministic). Every candidate's score is computed from its own
+row, in one vectorised pass; the softmax subtracts the maximum score, so no count or T can overflow it. All randomness comes from the numpy Generator passed in: one uniform draw per pick (inverse CDF),
 then one integer draw for the level, so the same seed gives the same sets.
 """
 
@@ -44,6 +46,10 @@ class ConceptGraph:
     @property
     def size(self) -> int:
         return len(self.concepts)
+
+    @property
+    def max_cooccurrence(self) -> float:
+        return float(self.cooccurrence.data.max()) if self.cooccurrence.nnz else 1.0
 
     def cooccurrence_row(self, index: int) -> np.ndarray:
         row = np.zeros(self.size, dtype=np.float64)
@@ -94,8 +100,8 @@ def selection_scores(
     graph: ConceptGraph, cooc_total: np.ndarray, embedding_total: np.ndarray, chosen: Sequence[int],
     settings: SamplerSettings,
 ) -> np.ndarray:
-    """(w_c · mean co-occurrence + w_s · cosine to the selection's mean) / T; -inf for chosen concepts."""
-    mean_cooc = cooc_total / len(chosen)
+    """(w_c · scaled mean co-occurrence + w_s · cosine to the selection's mean) / T; -inf for chosen concepts."""
+    mean_cooc = cooc_total / (len(chosen) * graph.max_cooccurrence)
     norm = np.linalg.norm(embedding_total)
     cosine = graph.embeddings @ (embedding_total / norm) if norm > 0 else np.zeros(graph.size)
     scores = (settings.cooc_weight * mean_cooc + settings.sim_weight * cosine) / settings.temperature
@@ -133,14 +139,15 @@ def sample_indices(graph: ConceptGraph, settings: SamplerSettings, rng: np.rando
 def sample_concept_sets(
     graph: ConceptGraph, n_sets: int, settings: SamplerSettings, levels: Sequence[str], rng: np.random.Generator
 ) -> tuple[list[SampledSet], int]:
-    """Up to `n_sets` distinct concept sets, each with a target level; also the number of duplicate draws dropped.
+    """Up to `n_sets` distinct (concept set, level) pairs; also the number of duplicate draws dropped.
 
-    Fewer sets come back when the category cannot supply more distinct ones.
+    Two draws are duplicates when they pick the same concepts (in any order) for the same level: the generator
+    gets the same request. Fewer sets come back when the category cannot supply more distinct ones.
     """
-    if graph.size == 0 or n_sets <= 0:
+    if graph.size == 0 or n_sets <= 0 or not levels:
         return [], 0
-    wanted = min(n_sets, math.comb(graph.size, min(settings.set_size, graph.size)))
-    seen: set[frozenset[int]] = set()
+    wanted = min(n_sets, len(set(levels)) * math.comb(graph.size, min(settings.set_size, graph.size)))
+    seen: set[tuple[frozenset[int], str]] = set()
     sets: list[SampledSet] = []
     duplicates = 0
     for _ in range(ATTEMPTS_PER_SET * wanted):
@@ -148,7 +155,7 @@ def sample_concept_sets(
             break
         indices = sample_indices(graph, settings, rng)
         level = levels[int(rng.integers(len(levels)))]
-        key = frozenset(indices)
+        key = (frozenset(indices), level)
         if key in seen:
             duplicates += 1
             continue

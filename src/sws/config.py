@@ -66,11 +66,23 @@ class PrepareConfig(Section):
     categories: list[str] | None = None
 
 
+class IngestConfig(Section):
+    """`sws ingest`: another trainer's rollout log (`format` + `path`) read into rollouts.parquet."""
+
+    format: Literal["verl", "acc_records"] | None = None
+    # verl: the trainer.rollout_data_dir folder; acc_records: the acc_records.json file.
+    path: str | None = None
+    # The file the trainer read, when its `index` is not the row position in problems.parquet.
+    seed_file: str | None = None
+
+
 class IdentifyConfig(Section):
+    """`sws identify`: weak <=> n_record >= min_records, max_acc <= max_acc and slope <= max_slope (< if strict)."""
+
     max_acc: float = 0.5
     max_slope: float = 0.0
     strict: bool = False
-    min_records: int = 1
+    min_records: int = Field(1, ge=0)
 
 
 class SynthesizeConfig(Section):
@@ -155,6 +167,8 @@ class EvalConfig(Section):
     k: int = Field(8, ge=1)
     temperature: float = Field(1.0, gt=0)
     max_tokens: int = Field(32, ge=1)
+    # Requests per shard: a crash loses at most one shard (the request cache keeps the rest).
+    shard_size: int = Field(1024, ge=1)
 
 
 class ReportConfig(Section):
@@ -169,6 +183,7 @@ class PipelineConfig(Section):
     arith: ArithConfig = Field(default_factory=ArithConfig)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     prepare: PrepareConfig = Field(default_factory=PrepareConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
     identify: IdentifyConfig = Field(default_factory=IdentifyConfig)
     synthesize: SynthesizeConfig = Field(default_factory=SynthesizeConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)

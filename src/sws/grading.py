@@ -3,8 +3,8 @@
 math-verify turns LaTeX into SymPy, and SymPy can run for ever on hostile input (`9^{9^{9^{9}}}`) inside C code
 that no signal interrupts; its own timeout also relies on `signal.alarm`, which only works in a main thread.
 So every comparison runs in a worker process of a `GradingPool`: a pair that misses its deadline is graded
-False, and its worker is killed and replaced. Pairs whose normalised spellings are identical are equivalent
-without asking math-verify.
+False, and its worker is killed and replaced. Two cheap cases skip math-verify: identical normalised spellings
+are equivalent, and two plain integers are compared as integers in the calling process.
 
 Answers are strings as `extract_answer` returns them (not whole model outputs); a gold answer or prediction
 without math delimiters is wrapped in `$…$` before parsing, since math-verify finds nothing in bare LaTeX.
@@ -112,6 +112,21 @@ def normalize_answer(answer: str) -> str:
     return _without_dollar_delimiters(re.sub(r"\s+", "", answer))
 
 
+_PLAIN_INTEGER = re.compile(r"(?P<sign>[+-]?)0*(?P<digits>\d+)")
+
+
+def _integer_spelling(answer: str) -> str | None:
+    """One spelling per integer (`+007` -> `7`, `-0` -> `0`) for plain integers, else None.
+
+    Compared as text, so a 10,000-digit answer costs no int conversion (which Python limits to 4,300 digits).
+    """
+    match = _PLAIN_INTEGER.fullmatch(normalize_answer(answer))
+    if match is None:
+        return None
+    digits = match.group("digits").lstrip("0") or "0"
+    return f"-{digits}" if match.group("sign") == "-" and digits != "0" else digits
+
+
 def _as_math(answer: str) -> str:
     """The answer with math delimiters, which math-verify needs to find LaTeX (`\\$` is a dollar sign, not one)."""
     if _UNESCAPED_DOLLAR.search(answer) or "\\boxed" in answer or "\\(" in answer or "\\[" in answer:
@@ -164,8 +179,10 @@ class _Worker:
 class GradingPool:
     """Spawned worker processes that grade (gold, pred) pairs, each within `deadline_s` of wall-clock time."""
 
-    # Each worker gets its next pair before it finishes the current one, so it never waits for the parent.
+    # Each worker gets its next pair before it finishes the current one, so it never waits for the parent. Only
+    # short pairs are sent ahead: a long one could fill the pipe and block the parent while a deadline runs out.
     PAIRS_IN_FLIGHT = 2
+    SEND_AHEAD_MAX_CHARS = 4096
 
     def __init__(self, workers: int = DEFAULT_WORKERS, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
         if workers < 1 or deadline_s <= 0:
@@ -173,7 +190,7 @@ class GradingPool:
         self.n_workers = workers
         self.deadline_s = deadline_s
         # math-verify's own signal timeouts end most slow comparisons gracefully; the kill is the backstop.
-        self._step_timeout_s = max(1, int(deadline_s // 3))
+        self._step_timeout_s = max(1, int(deadline_s // 2))
         self._context = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
@@ -189,6 +206,10 @@ class GradingPool:
                     verdicts[index] = False
                 elif normalize_answer(gold) == normalize_answer(pred):
                     verdicts[index] = True
+                elif (gold_integer := _integer_spelling(gold)) is not None and (
+                    pred_integer := _integer_spelling(pred)
+                ) is not None:
+                    verdicts[index] = gold_integer == pred_integer
                 else:
                     pending.append(index)
             if pending:
@@ -204,12 +225,8 @@ class GradingPool:
             self._workers.append(self._start_worker())
         outstanding = len(pending)
         while outstanding:
-            for worker in self._workers:
-                while worker.ready and pending and len(worker.in_flight) < self.PAIRS_IN_FLIGHT:
-                    if not worker.in_flight:
-                        worker.deadline = time.monotonic() + self.deadline_s
-                    worker.in_flight.append(pending.popleft())
-                    worker.connection.send(pairs[worker.in_flight[-1]])
+            for slot in range(len(self._workers)):
+                self._feed(slot, pairs, pending)
             waiting = [worker for worker in self._workers if not worker.ready or worker.in_flight]
             wake_at = min(worker.deadline for worker in waiting)
             readable = wait([worker.connection for worker in waiting], max(0.0, wake_at - time.monotonic()))
@@ -238,11 +255,31 @@ class GradingPool:
                     self.timeouts += 1
                     outstanding -= self._give_up_oldest(slot, verdicts, pending)
 
+    def _feed(self, slot: int, pairs: list[tuple[str, str | None]], pending: deque[int]) -> None:
+        """Send pending pairs to a ready worker until it has PAIRS_IN_FLIGHT (or one long pair)."""
+        worker = self._workers[slot]
+        while worker.ready and pending and len(worker.in_flight) < self.PAIRS_IN_FLIGHT:
+            gold, pred = pairs[pending[0]]
+            if worker.in_flight and len(gold) + len(pred or "") > self.SEND_AHEAD_MAX_CHARS:
+                return
+            try:
+                worker.connection.send((gold, pred))
+            except OSError:  # it died while idle; with pairs in flight, its end-of-file is handled in _run
+                if not worker.in_flight:
+                    self._stop(worker)
+                    self._workers[slot] = self._start_worker()
+                return
+            if not worker.in_flight:
+                worker.deadline = time.monotonic() + self.deadline_s
+            worker.in_flight.append(pending.popleft())
+
     def _give_up_oldest(self, slot: int, verdicts: list[bool | None], pending: deque[int]) -> int:
         """Grade the worker's current pair False, requeue the pairs it had not started, and replace it."""
         worker = self._workers[slot]
         verdicts[worker.in_flight.popleft()] = False
         pending.extendleft(reversed(worker.in_flight))
+        worker.in_flight.clear()
+        worker.process.kill()
         self._stop(worker)
         self._workers[slot] = self._start_worker()
         return 1

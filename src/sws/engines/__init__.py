@@ -9,12 +9,12 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from sws.config import EngineConfig
+from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import CachedEngine, cache_identity
 from sws.errors import UserError
 
-__all__ = ["ENGINES", "CachedEngine", "Completion", "Engine", "Request", "initial_checkpoint", "make_engine"]
+__all__ = ["ENGINES", "CachedEngine", "Completion", "Engine", "Request", "initial_checkpoint", "make_engine", "role_config"]
 
 ENGINES: dict[str, str] = {
     "hf": "sws.engines.hf:HFEngine",
@@ -27,6 +27,21 @@ ENGINES: dict[str, str] = {
 def initial_checkpoint(run_dir: Path) -> Path:
     """The policy a role with an empty `model` means: the run's initially trained checkpoint."""
     return Path(run_dir) / "train" / "initial" / "final"
+
+
+def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
+    """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
+    name, _, index = role.partition(".")
+    roles = cfg.roles
+    names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges))), "labeler", "policy"]
+    if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
+        return roles.judges[int(index)]
+    if name in ("extractor", "generator", "labeler", "policy") and not index:
+        return getattr(roles, name)
+    raise UserError(
+        f"role '{role}' is not in the pipeline config (section 'roles'); "
+        f"use one of: {', '.join(names)}"
+    )
 
 
 def make_engine(cfg: EngineConfig, run_dir: Path | None = None) -> Engine:

@@ -146,7 +146,9 @@ def _reason(exc: openai.APIError) -> str:
 
 
 def _refused(base_url: str, exc: openai.APIStatusError) -> UserError:
-    message = (str(exc.message).splitlines() or [""])[0][:300]
+    # The client puts the server's "error" object in `body`; its message is what the server said.
+    detail = exc.body.get("message") if isinstance(exc.body, dict) else None
+    message = (str(detail or exc.message).splitlines() or [""])[0][:300]
     return UserError(f"the server at {base_url} refused a request: HTTP {exc.status_code}: {message}")
 
 

@@ -42,9 +42,9 @@ def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: i
         raise UserError(f"{source}: no row for category '{missing[0]}' of concepts.parquet; "
                         "rerun `sws identify` and then `sws synthesize --steps extract`")
     wanted = {category: float(shares[category]) for category in with_concepts}
-    if budget > 0 and not any(share > 0 for share in wanted.values()):
+    if wanted and budget > 0 and not any(share > 0 for share in wanted.values()):
         raise UserError(f"{source}: column 'share' is 0 for every category with weak problems; rerun `sws identify`")
-    return largest_remainder(wanted, budget)
+    return largest_remainder(wanted, budget) if wanted else {}
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:

@@ -10,7 +10,6 @@ weak problems each checkpoint solves greedily) and `summary.json` (the headline)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ import polars as pl
 
 from sws import ui
 from sws.artifacts import (
-    SCHEMAS,
     StageResult,
     check_schema,
     read_parquet,
@@ -31,11 +29,13 @@ from sws.artifacts import (
     write_table,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Request, make_engine
+from sws.engines import Request
 from sws.errors import UserError
-from sws.grading import extract_answer, grade_many
+from sws.llm_calls import engine_for, generate_in_shards, request_seed
 from sws.policy import policy_prompt
+from sws.training.reward import grade_completions
 
+STAGE = "eval"
 CHECKPOINTS = ("start", "initial", "baseline", "augmented")
 WEAK_SET = "weak"
 SEED_SET = "seed"
@@ -68,9 +68,11 @@ def start_checkpoint(cfg: PipelineConfig) -> Path | None:
     """The arith bootstrap policy, only when it is already built (evaluating it must not mean training it)."""
     if cfg.world != "arith":
         return None
-    from sws.worlds.arith.bootstrap import cached_bootstrap_policy
+    from sws.worlds.arith.bootstrap import bootstrap_settings, cache_root, is_complete, settings_hash
 
-    return cached_bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed)
+    settings = bootstrap_settings(cfg.arith.bootstrap_steps, cfg.seed)
+    folder = cache_root() / "policies" / settings_hash(settings)
+    return folder if is_complete(folder, settings) else None
 
 
 def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:
@@ -130,57 +132,57 @@ def weak_problems(problems: pl.DataFrame, weakness: pl.DataFrame) -> pl.DataFram
 # ---------------------------------------------------------------- sampling and grading
 
 
-def graded(golds: list[str], texts: list[str]) -> list[bool]:
-    return grade_many([(gold, extract_answer(text)) for gold, text in zip(golds, texts, strict=True)])
-
-
 def policy_engine_config(cfg: PipelineConfig, checkpoint: Path) -> EngineConfig:
     return cfg.roles.policy.model_copy(update={"model": str(checkpoint)})
 
 
-def evaluate_set(generate: Callable[[list[Request]], list[list[Any]]], cfg: PipelineConfig,
-                 eval_set: EvalSet) -> pl.DataFrame:
-    """Per problem of `eval_set`: whether the greedy answer is right, and how many of k samples are."""
-    problems = eval_set.problems
-    prompts = [policy_prompt(problem, cfg.world) for problem in problems["problem"]]
-    common = {"max_tokens": cfg.eval.max_tokens, "seed": cfg.seed, "task": "answer"}
-    greedy = generate([Request(**prompt, n=1, temperature=0.0, fields={"problem": problem}, **common)
-                       for prompt, problem in zip(prompts, problems["problem"], strict=True)])
-    sampled = generate([Request(**prompt, n=cfg.eval.k, temperature=cfg.eval.temperature,
-                                fields={"problem": problem}, **common)
-                        for prompt, problem in zip(prompts, problems["problem"], strict=True)])
-    golds = problems["answer"].to_list()
-    greedy_correct = graded(golds, [completions[0].text for completions in greedy])
-    flat_correct = graded([gold for gold in golds for _ in range(cfg.eval.k)],
-                          [completion.text for completions in sampled for completion in completions])
-    n_correct = [sum(flat_correct[i * cfg.eval.k:(i + 1) * cfg.eval.k]) for i in range(problems.height)]
-    return problems.select("problem_id", "category").with_columns(
-        pl.lit(eval_set.name).alias("eval_set"),
-        pl.Series("greedy_correct", greedy_correct, dtype=pl.Boolean),
-        pl.lit(cfg.eval.k, dtype=pl.Int64).alias("n"),
-        pl.Series("n_correct", n_correct, dtype=pl.Int64),
-    )
+def policy_requests(cfg: PipelineConfig, problems: pl.DataFrame, n: int, temperature: float) -> list[Request]:
+    return [
+        Request(**policy_prompt(problem, cfg.world), n=n, temperature=temperature, top_p=cfg.roles.policy.top_p,
+                max_tokens=cfg.eval.max_tokens, seed=request_seed(cfg.seed, STAGE, problem_id), task="answer",
+                fields={"problem": problem})
+        for problem_id, problem in problems.select("problem_id", "problem").iter_rows()
+    ]
 
 
 def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, path: Path,
                         sets: list[EvalSet]) -> pl.DataFrame:
-    engine = make_engine(policy_engine_config(cfg, path), run_dir)
-    try:
-        parts = [evaluate_set(engine.generate, cfg, eval_set) for eval_set in sets if eval_set.problems.height]
-    finally:
-        engine.close()
-    table = pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMAS["eval/problems"])
-    return table.with_columns(pl.lit(checkpoint).alias("checkpoint")).select(list(SCHEMAS["eval/problems"]))
+    """Per problem of every set: whether the greedy answer is right, and how many of k samples are."""
+    problems = pl.concat([eval_set.problems.with_columns(pl.lit(eval_set.name).alias("eval_set"))
+                          for eval_set in sets])
+    k = cfg.eval.k
+    requests = [*policy_requests(cfg, problems, 1, 0.0), *policy_requests(cfg, problems, k, cfg.eval.temperature)]
+    with engine_for(policy_engine_config(cfg, path), run_dir) as engine:
+        completions = generate_in_shards(engine, requests, cfg.eval.shard_size, f"eval: {checkpoint} answers")
+    greedy, sampled = completions[:problems.height], completions[problems.height:]
+    answers = problems["answer"].to_list()
+    greedy_correct = grade_completions(answers, [samples[0].text for samples in greedy])
+    sample_correct = grade_completions([answer for answer in answers for _ in range(k)],
+                                       [sample.text for samples in sampled for sample in samples])
+    return problems.select(
+        pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
+        pl.Series("greedy_correct", greedy_correct, dtype=pl.Boolean),
+        pl.lit(k, dtype=pl.Int64).alias("n"),
+        pl.Series("n_correct", [sum(sample_correct[i * k:(i + 1) * k]) for i in range(problems.height)],
+                  dtype=pl.Int64),
+    )
 
 
 # ---------------------------------------------------------------- aggregates
 
 
 def with_overall(per_category: pl.DataFrame, aggregations: list[pl.Expr], keys: list[str]) -> pl.DataFrame:
-    """Group by `keys` + category, plus one `category = "overall"` row per `keys` group."""
+    """Group by `keys` + category, plus one `category = "overall"` row per `keys` group (listed last).
+
+    Checkpoints are listed in training order (start, initial, baseline, augmented), not alphabetically.
+    """
     by_category = per_category.group_by([*keys, "category"]).agg(aggregations)
     overall = per_category.group_by(keys).agg(aggregations).with_columns(pl.lit(OVERALL).alias("category"))
-    return pl.concat([by_category, overall.select(by_category.columns)]).sort([*keys, "category"])
+    checkpoint_rank = pl.col("checkpoint").replace_strict(
+        {name: rank for rank, name in enumerate(CHECKPOINTS)}, default=len(CHECKPOINTS), return_dtype=pl.Int64)
+    other_keys = [key for key in keys if key != "checkpoint"]
+    return pl.concat([by_category, overall.select(by_category.columns)]).sort(
+        [checkpoint_rank, *other_keys, pl.col("category") == OVERALL, "category"])
 
 
 def benchmark_table(per_problem: pl.DataFrame) -> pl.DataFrame:
@@ -233,7 +235,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     sets = [*heldout_sets(cfg, problems), EvalSet(WEAK_SET, weak_problems(problems, weakness))]
     if cfg.eval.seed_set:
         sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category")))
-    settings = {"eval": cfg.eval, "world": cfg.world, "seed": cfg.seed, "policy": cfg.roles.policy,
+    sets = [eval_set for eval_set in sets if eval_set.problems.height]
+    settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world, "seed": cfg.seed, "policy": cfg.roles.policy,
                 "n_eval_per_category": cfg.arith.n_eval_per_category}
     inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness")]
     for checkpoint, path in checkpoints.items():

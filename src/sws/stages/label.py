@@ -29,7 +29,7 @@ from sws.artifacts import (
     write_table,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines.base import Request
+from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
 from sws.funnel import funnel_row
 from sws.grading import extract_answer, grade_many, group_answers
@@ -47,7 +47,7 @@ def student_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
     role = cfg.roles.policy
     if role.model:
         return role
-    checkpoint = Path(run_dir) / "train" / "initial" / "final"
+    checkpoint = initial_checkpoint(run_dir)
     if not checkpoint.is_dir():
         raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
                         f"run `sws train initial --run {run_dir}` first or set roles.policy.model")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+from matplotlib.figure import Figure
 
 from sws import ui
 from sws.artifacts import (
@@ -33,9 +34,9 @@ from sws.artifacts import (
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import FunnelRow, read_funnel
 from sws.plots import bar_chart, line_chart, new_figure, plots_dir, save_figure
-from sws.stages import evaluate, mix, synthesize
+from sws.stages import difficulty, evaluate, mix, synthesize
 
-FUNNEL_STEPS = (*synthesize.STEPS, "filter", mix.STEP)
+FUNNEL_STEPS = (*synthesize.STEPS, difficulty.STAGE, mix.STEP)
 ORACLE_NOTE = (
     "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
     "the same prompts from the arithmetic world's rules (with configurable noise), so the prompts, parsers and "
@@ -70,10 +71,13 @@ class Page:
         self.run_dir = Path(run_dir)
         self.cfg = cfg
 
-    def figure(self, figure, name: str) -> str:
-        path = save_figure(figure, plots_dir(self.run_dir) / f"{name}.png")
+    def figure(self, figure: Figure, name: str) -> str:
+        return self.image(save_figure(figure, plots_dir(self.run_dir) / f"{name}.png"))
+
+    def image(self, path: Path) -> str:
+        """A PNG file embedded in the page (no link to the file)."""
         encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{encoded}">'
+        return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{encoded}">'
 
     def table(self, name: str) -> pl.DataFrame | None:
         return read_table(self.run_dir, name) if table_path(self.run_dir, name).exists() else None
@@ -222,18 +226,12 @@ def band_section(page: Page) -> Section:
     if kept is None:
         return Section(title, page.missing("filtered"))
     rejected = page.rejected("filtered")
-    accuracies = kept["accuracy"].to_list() + ([] if rejected is None else rejected["accuracy"].to_list())
+    total = kept.height + (0 if rejected is None else rejected.height)
     low, high = page.cfg.filter.band
-    figure, axes = new_figure()
-    n_bins = page.cfg.filter.rollouts + 1
-    edges = [(i - 0.5) / (n_bins - 1) for i in range(n_bins + 1)]
-    axes.hist(accuracies, bins=edges, color="tab:blue", edgecolor="white")
-    axes.axvspan(low, high, color="tab:green", alpha=0.15, label=f"kept band [{low}, {high}]")
-    axes.set_xlabel("accuracy over the filter's rollouts")
-    axes.set_ylabel("problems")
-    axes.legend()
-    body = paragraph(f"{kept.height} of {len(accuracies)} labeled problems in the band.")
-    return Section(title, page.figure(figure, "band_histogram") + body)
+    histogram = plots_dir(page.run_dir) / difficulty.PLOT_NAME
+    body = page.image(histogram) if histogram.exists() else ""
+    body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
+    return Section(title, body)
 
 
 def curve_name(kind: str) -> str:
@@ -285,6 +283,7 @@ def mitigation_section(page: Page) -> Section:
     axes.set_xticks([p + 0.4 - width / 2 for p in range(wide.height)], wide["category"].to_list(), rotation=30)
     axes.set_ylim(0, 1)
     axes.set_ylabel("weak problems solved (greedy)")
+    axes.set_title("Previously weak problems each policy solves")
     axes.legend()
     body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
     return Section(title, body)
@@ -347,6 +346,7 @@ def input_files(run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, "filtered")]
+    files.append(plots_dir(run_dir) / difficulty.PLOT_NAME)
     files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
     return [path for path in files if path.exists()]
 

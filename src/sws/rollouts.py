@@ -1,0 +1,298 @@
+"""Rollout logs of other trainers, read into the `rollouts` table (`step, problem_id, n, n_correct`).
+
+Two formats besides sws's own `rollouts.parquet`:
+- verl `trainer.rollout_data_dir` dumps: one `<step>.jsonl` per training step, one line per sampled response with
+  `input, output, gts, score, step` plus whatever the reward function returned (sws's returns `problem_id`,
+  `acc`). A response is correct when its `acc` is true, else when its `score` exceeds `CORRECT_SCORE`. Its problem
+  is its `problem_id`, else its `index`, else the problem whose text its prompt contains.
+- the SwS reference trainer's `acc_records.json`: `{"train": {"<index>": [acc, ...]}}`, one accuracy per time the
+  problem was rolled out, in training order; the record position is the step.
+
+An `index` is a row position of problems.parquet, or the `index` of a seed file's row (`index` column, or verl's
+`extra_info.index`, else its row position) whose problem is found in problems.parquet by id or text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sws.artifacts import SCHEMAS, read_parquet
+from sws.errors import UserError
+
+# verl rewards are 0/1, -1/1, or 1 plus small format bonuses; above one half means the answer was right.
+CORRECT_SCORE = 0.5
+# An acc_records accuracy is read as the fraction with the smallest denominator up to this (8 of 8 rollouts...).
+MAX_ROLLOUTS_PER_RECORD = 1024
+TEXT_FIELDS = ("problem", "question", "prompt")
+_VERL_FIELDS = ("step", "problem_id", "index", "input", "acc", "score")
+
+
+# ---------------------------------------------------------------- matching prompts to problems
+
+
+def normalise_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+class PromptMatcher:
+    """Finds the problem whose text a prompt contains (chat templates and instructions wrap the problem).
+
+    Texts are compared with whitespace collapsed. A prompt equal to a problem matches it; otherwise the longest
+    problem found inside the prompt at word boundaries wins (the later one on a tie, since few-shot examples come
+    first). Candidates are found through an index of every problem's first `key_length` characters, so a prompt
+    costs one dictionary lookup per character.
+    """
+
+    def __init__(self, problem_ids: list[str], problem_texts: list[str]) -> None:
+        self._exact: dict[str, str] = {}
+        for problem_id, text in zip(problem_ids, problem_texts, strict=True):
+            self._exact.setdefault(normalise_text(text), problem_id)
+        self._exact.pop("", None)
+        self._key_length = min((len(text) for text in self._exact), default=1)
+        self._by_prefix: dict[str, list[str]] = defaultdict(list)
+        for text in self._exact:
+            self._by_prefix[text[: self._key_length]].append(text)
+
+    def match(self, prompt: str) -> str | None:
+        prompt = normalise_text(prompt)
+        if prompt in self._exact:
+            return self._exact[prompt]
+        best = ""
+        for start in range(len(prompt) - self._key_length + 1):
+            for text in self._by_prefix.get(prompt[start : start + self._key_length], ()):
+                if len(text) >= len(best) and prompt.startswith(text, start) and _at_word_boundaries(
+                    prompt, start, start + len(text)
+                ):
+                    best = text
+        return self._exact.get(best)
+
+
+def _at_word_boundaries(prompt: str, start: int, end: int) -> bool:
+    joined_before = start > 0 and prompt[start - 1].isalnum() and prompt[start].isalnum()
+    joined_after = end < len(prompt) and prompt[end].isalnum() and prompt[end - 1].isalnum()
+    return not (joined_before or joined_after)
+
+
+def matcher_for(problems: pl.DataFrame) -> PromptMatcher:
+    return PromptMatcher(problems["problem_id"].to_list(), problems["problem"].to_list())
+
+
+# ---------------------------------------------------------------- index → problem_id
+
+
+def row_positions(problems: pl.DataFrame) -> pl.DataFrame:
+    """`index, problem_id` with index = row position in problems.parquet."""
+    return problems.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("index"), "problem_id")
+
+
+def read_records(path: Path) -> pl.DataFrame:
+    """A JSON list, JSONL or Parquet file as a table; a missing or unreadable file is a UserError."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    if path.suffix == ".parquet":
+        return read_parquet(path)
+    try:
+        if path.suffix == ".jsonl":
+            return pl.read_ndjson(path, infer_schema_length=None)
+        return pl.read_json(path, infer_schema_length=None)
+    except Exception as exc:  # polars raises several types for malformed JSON
+        raise UserError(f"{path}: not a readable {path.suffix or 'JSON'} file ({type(exc).__name__}); fix or "
+                        "re-export it (a JSON list of objects, JSONL or Parquet)") from exc
+
+
+def seed_positions(seed_file: Path, problems: pl.DataFrame, problem_field: str | None = None) -> pl.DataFrame:
+    """`index, problem_id` of a seed file's rows; rows whose problem is not in problems.parquet are left out.
+
+    A seed row's problem is its `problem_id` if it has one, else the problem its text field (`problem_field`, or
+    the first of problem/question/prompt; verl chat prompts use their last message) contains.
+    """
+    seed = read_records(seed_file)
+    if seed.height == 0:
+        raise UserError(f"{seed_file}: has no rows; pass the seed file the trainer read")
+    index = _seed_index(seed, seed_file)
+    if index.n_unique() != seed.height:
+        raise UserError(f"{seed_file}: field 'index' repeats values; each row needs its own index")
+    if "problem_id" in seed.columns:
+        ids = seed["problem_id"].cast(pl.Utf8)
+    else:
+        fields = (problem_field,) if problem_field else TEXT_FIELDS
+        field = next((name for name in fields if name in seed.columns), None)
+        if field is None:
+            raise UserError(f"{seed_file}: no problem text field ({' or '.join(fields)}); set prepare.problem_field "
+                            "to the field holding the problem")
+        matcher = matcher_for(problems)
+        ids = pl.Series([_match_seed_text(value, matcher) for value in seed[field].to_list()], dtype=pl.Utf8)
+    table = pl.DataFrame({"index": index, "problem_id": ids})
+    return table.filter(pl.col("problem_id").is_in(problems["problem_id"].implode()))
+
+
+def _seed_index(seed: pl.DataFrame, seed_file: Path) -> pl.Series:
+    if "index" in seed.columns:
+        column = seed["index"]
+    elif "extra_info" in seed.columns and isinstance(seed.schema["extra_info"], pl.Struct) and "index" in [
+        field.name for field in seed.schema["extra_info"].fields
+    ]:
+        column = seed["extra_info"].struct.field("index")
+    else:
+        return pl.Series("index", range(seed.height), dtype=pl.Int64)
+    index = column.cast(pl.Int64, strict=False)
+    if index.null_count():
+        raise UserError(f"{seed_file}: field 'index' must be an integer in every row")
+    return index.alias("index")
+
+
+def _match_seed_text(value: Any, matcher: PromptMatcher) -> str | None:
+    if isinstance(value, list):  # chat messages; the problem is in the last one
+        value = value[-1].get("content") if value and isinstance(value[-1], dict) else None
+    return matcher.match(value) if isinstance(value, str) else None
+
+
+# ---------------------------------------------------------------- verl dumps
+
+
+def read_verl_dumps(dump_dir: Path) -> pl.DataFrame:
+    """Every response line of `<dump_dir>/*.jsonl`: `step, correct` and `problem_id, index, input` (nullable)."""
+    dump_dir = Path(dump_dir)
+    if not dump_dir.is_dir():
+        raise UserError(f"{dump_dir}: not a directory; pass verl's trainer.rollout_data_dir")
+    files = sorted(dump_dir.glob("*.jsonl"))
+    if not files:
+        raise UserError(f"{dump_dir}: holds no <step>.jsonl files; pass verl's trainer.rollout_data_dir")
+    return pl.concat([_read_dump_file(path) for path in files])
+
+
+def _read_dump_file(path: Path) -> pl.DataFrame:
+    try:  # every field as text: rewards return bools, ints or floats, and verl writes whatever they return
+        raw = pl.read_ndjson(path, schema=dict.fromkeys(_VERL_FIELDS, pl.Utf8))
+    except Exception as exc:  # polars raises several types for malformed JSON
+        raise UserError(f"{path}: not valid JSONL ({str(exc).splitlines()[0][:120]}); re-dump it") from exc
+    file_step = int(path.stem) if path.stem.isdigit() else None
+    acc = pl.col("acc").str.to_lowercase().replace({"true": "1", "false": "0"}).cast(pl.Float64, strict=False)
+    lines = raw.select(
+        step=pl.col("step").cast(pl.Float64, strict=False).fill_null(file_step),
+        correct=pl.coalesce(acc, pl.col("score").cast(pl.Float64, strict=False)) > CORRECT_SCORE,
+        problem_id=pl.when(pl.col("problem_id") != "").then("problem_id"),
+        index=pl.col("index").cast(pl.Int64, strict=False),
+        input=pl.col("input"),
+    )
+    if lines["step"].null_count():
+        raise UserError(f"{path}: field 'step' missing or not a number; name the file <step>.jsonl or add 'step'")
+    if (lines["step"] != lines["step"].round()).any():
+        raise UserError(f"{path}: field 'step' must be an integer")
+    if lines["correct"].null_count():
+        raise UserError(f"{path}: {lines['correct'].null_count()} lines lack a numeric 'score' (or 'acc'); "
+                        "re-dump them with the reward function's score")
+    return lines.with_columns(pl.col("step").cast(pl.Int64))
+
+
+def rollouts_from_verl_dumps(
+    dump_dir: Path, problems: pl.DataFrame, index_ids: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The rollouts table of a verl dump: one row per (step, problem) with its response and correct counts.
+
+    `index_ids` (`index, problem_id`) resolves a line's `index`; by default the row positions of `problems`.
+    Lines naming no known problem are a UserError that says how many there are.
+    """
+    lines = read_verl_dumps(dump_dir)
+    index_ids = row_positions(problems) if index_ids is None else index_ids
+    lines = lines.join(index_ids.rename({"problem_id": "id_of_index"}), on="index", how="left")
+    by_text = pl.col("problem_id").is_null() & pl.col("index").is_null()
+    prompts = lines.filter(by_text)["input"].drop_nulls().unique()
+    matcher = matcher_for(problems)
+    id_of_prompt = pl.DataFrame(
+        {"input": prompts, "id_of_prompt": [matcher.match(prompt) for prompt in prompts]},
+        schema={"input": pl.Utf8, "id_of_prompt": pl.Utf8},
+    )
+    lines = lines.join(id_of_prompt, on="input", how="left").with_columns(
+        pl.when(pl.col("problem_id").is_not_null())
+        .then(pl.when(pl.col("problem_id").is_in(problems["problem_id"].implode())).then("problem_id"))
+        .when(pl.col("index").is_not_null())
+        .then("id_of_index")
+        .otherwise("id_of_prompt")
+        .alias("resolved_id")
+    )
+    unmatched = lines.filter(pl.col("resolved_id").is_null())
+    if unmatched.height:
+        first = unmatched.row(0, named=True)
+        example = (f"problem_id '{first['problem_id']}'" if first["problem_id"] is not None
+                   else f"index {first['index']}" if first["index"] is not None
+                   else f"prompt '{normalise_text(first['input'] or '')[:60]}'")
+        raise _unmatched(dump_dir, unmatched.height, lines.height, "response lines", example)
+    return (
+        lines.group_by("step", "resolved_id")
+        .agg(n=pl.len().cast(pl.Int64), n_correct=pl.col("correct").sum().cast(pl.Int64))
+        .rename({"resolved_id": "problem_id"})
+        .sort("step", "problem_id")
+        .select(list(SCHEMAS["rollouts"]))
+    )
+
+
+# ---------------------------------------------------------------- SwS acc_records.json
+
+
+def read_acc_records(path: Path) -> pl.DataFrame:
+    """`index, step, n, n_correct` from `{"train": {"<index>": [acc, ...]}}`; step = record position.
+
+    Each accuracy becomes the fraction with the smallest denominator (at most `MAX_ROLLOUTS_PER_RECORD`); all
+    of a file's records share the least common one, so 0.375 and 0.5 from 8 rollouts read back as 3/8 and 4/8.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({exc}); pass the trainer's acc_records.json") from None
+    records = data.get("train") if isinstance(data, dict) else None
+    if not isinstance(records, dict) or not records:
+        raise UserError(f"{path}: expected a non-empty 'train' mapping of index -> list of accuracies")
+    rows: list[tuple[int, int, Fraction]] = []
+    for key, accs in records.items():
+        if not key.isdigit():
+            raise UserError(f"{path}: key '{key}' under 'train' is not an integer index")
+        if not isinstance(accs, list) or not all(_is_accuracy(acc) for acc in accs):
+            raise UserError(f"{path}: 'train.{key}' must be a list of accuracies between 0 and 1")
+        rows.extend((int(key), step, Fraction(acc).limit_denominator(MAX_ROLLOUTS_PER_RECORD))
+                    for step, acc in enumerate(accs))
+    n = math.lcm(*(fraction.denominator for _, _, fraction in rows))
+    if n > MAX_ROLLOUTS_PER_RECORD:  # no common rollout count; keep each record's own
+        return pl.DataFrame([(index, step, f.denominator, f.numerator) for index, step, f in rows],
+                            schema=_ACC_SCHEMA, orient="row")
+    return pl.DataFrame([(index, step, n, int(f * n)) for index, step, f in rows], schema=_ACC_SCHEMA, orient="row")
+
+
+_ACC_SCHEMA = {"index": pl.Int64, "step": pl.Int64, "n": pl.Int64, "n_correct": pl.Int64}
+
+
+def _is_accuracy(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def rollouts_from_acc_records(
+    path: Path, problems: pl.DataFrame, index_ids: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The rollouts table of an `acc_records.json`; indices resolve through `index_ids` (default: row positions)."""
+    records = read_acc_records(path)
+    index_ids = row_positions(problems) if index_ids is None else index_ids
+    if records.height == 0:
+        raise UserError(f"{path}: holds no accuracies; pass the acc_records.json of a run that trained")
+    rollouts = records.join(index_ids, on="index", how="left")
+    unmatched = rollouts.filter(pl.col("problem_id").is_null())
+    if unmatched.height:
+        raise _unmatched(path, unmatched.height, rollouts.height, "records", f"index {unmatched['index'][0]}")
+    return rollouts.sort("step", "problem_id").select(list(SCHEMAS["rollouts"]))
+
+
+def _unmatched(source: Path, n_unmatched: int, n_total: int, what: str, example: str) -> UserError:
+    return UserError(
+        f"{source}: {n_unmatched} of {n_total} {what} match no problem in problems.parquet (e.g. {example}); "
+        "ingest against the problems the trainer used, or pass --seed-file for its index order"
+    )

@@ -1,0 +1,128 @@
+"""`sws filter --band LO HI`: keep the labeled problems the initially trained policy solves sometimes (DESIGN §1.4).
+
+The policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts` answers per
+problem at the training temperature, graded against the label with `sws.grading`. Problems whose accuracy lies
+in the band (both ends inclusive) go to `filtered.parquet`; the others to `filtered.rejected.parquet` with their
+accuracy and the reason. Requests go out in shards through the request cache, so a rerun after a kill asks
+nothing twice. A histogram of the accuracies is drawn to `plots/filter_accuracy.png`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import (
+    StageResult,
+    read_table,
+    rejected_path,
+    run_stage,
+    table_path,
+    write_rejected,
+    write_table,
+)
+from sws.config import EngineConfig, PipelineConfig
+from sws.engines import Request, initial_checkpoint
+from sws.errors import UserError
+from sws.llm_calls import engine_for, generate_in_shards, request_seed
+from sws.plots import new_figure, plots_dir, save_figure
+from sws.policy import policy_prompt
+from sws.training.reward import grade_completions
+
+STAGE = "filter"
+PLOT_NAME = "filter_accuracy.png"
+# Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
+BAND_TOLERANCE = 1e-9
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    labeled = read_table(run_dir, "labeled")
+    if labeled.height == 0:
+        raise UserError(f"{table_path(run_dir, 'labeled')}: no labeled problems to filter; see `sws synthesize`'s "
+                        "funnel for where they were rejected")
+    policy = policy_role(cfg, run_dir)
+    config = {
+        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size"}),
+        "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
+        "world": cfg.world, "seed": cfg.seed,
+    }
+    inputs = [table_path(run_dir, "labeled")] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
+    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), plots_dir(run_dir) / PLOT_NAME]
+
+    def body() -> StageResult:
+        scored = labeled.with_columns(
+            pl.Series("n_correct", policy_correct_counts(cfg, run_dir, policy, labeled), dtype=pl.Int64),
+            pl.lit(cfg.filter.rollouts, dtype=pl.Int64).alias("n"),
+        ).with_columns((pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+        low, high = cfg.filter.band
+        kept = scored.filter(pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE))
+        rejected = scored.filter(~pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE))
+        rejected = rejected.with_columns(
+            pl.when(pl.col("accuracy") < low)
+            .then(pl.lit(f"too hard: accuracy below {low:g}"))
+            .otherwise(pl.lit(f"too easy: accuracy above {high:g}"))
+            .alias("reject_reason")
+        )
+        write_table(run_dir, "filtered", kept)
+        write_rejected(run_dir, "filtered", rejected)
+        plot_accuracies(scored["accuracy"].to_list(), (low, high), cfg.filter.rollouts, plots_dir(run_dir) / PLOT_NAME)
+        ui.info(f"filter: kept {kept.height} of {scored.height} problems with accuracy in [{low:g}, {high:g}]")
+        return StageResult(
+            STAGE,
+            rows={"filtered": kept.height, "filtered.rejected": rejected.height},
+            info={
+                "band": [low, high],
+                "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
+                "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
+                "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
+            },
+        )
+
+    return run_stage(run_dir, STAGE, config=config, inputs=inputs, outputs=outputs, body=body, force=force)
+
+
+def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
+    """roles.policy, an empty model meaning the run's initial checkpoint (which must exist)."""
+    if cfg.roles.policy.model:
+        return cfg.roles.policy
+    checkpoint = initial_checkpoint(run_dir)
+    if not checkpoint.is_dir():
+        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
+                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
+    return cfg.roles.policy.model_copy(update={"model": str(checkpoint)})
+
+
+def policy_correct_counts(
+    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
+) -> list[int]:
+    """Per labeled problem, how many of the policy's `filter.rollouts` samples reach the labeled answer."""
+    k = cfg.filter.rollouts
+    requests = [
+        Request(
+            **policy_prompt(problem, cfg.world), n=k, temperature=cfg.train.temperature, top_p=policy.top_p,
+            max_tokens=cfg.filter.max_tokens, seed=request_seed(cfg.seed, STAGE, syn_id),
+            task="answer", fields={"problem": problem},
+        )
+        for syn_id, problem in labeled.select("syn_id", "problem").iter_rows()
+    ]
+    with engine_for(policy, run_dir) as engine:
+        completions = generate_in_shards(engine, requests, cfg.filter.shard_size, "filter: policy answers")
+    answers = [answer for answer in labeled["answer"] for _ in range(k)]
+    correct = grade_completions(answers, [sample.text for samples in completions for sample in samples])
+    return [sum(correct[index * k:(index + 1) * k]) for index in range(labeled.height)]
+
+
+def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts: int, path: Path) -> Path:
+    """Histogram of per-problem accuracy (one bar per possible value), the kept band shaded."""
+    figure, axes = new_figure()
+    edges = [(index - 0.5) / rollouts for index in range(rollouts + 2)]
+    axes.hist(accuracies, bins=edges, color="tab:blue", edgecolor="white")
+    axes.axvspan(band[0], band[1], color="tab:green", alpha=0.15, label=f"kept band [{band[0]:g}, {band[1]:g}]")
+    axes.set_xlabel(f"accuracy of the initial policy ({rollouts} samples)")
+    axes.set_ylabel("problems")
+    axes.set_title("Difficulty filter")
+    axes.legend(loc="best", fontsize=8)
+    return save_figure(figure, path)

@@ -1,0 +1,193 @@
+"""`sws identify`: the problems the policy keeps failing, and each category's share of the synthesis budget.
+
+Reads `problems.parquet` and `rollouts.parquet`; writes `weakness.parquet` (every problem: `accs` = n_correct / n
+ordered by step, `n_record`, `max_acc`, `slope` = OLS slope of accs against 0..n_record-1, `weak`),
+`categories.parquet` (`n_problems, n_rolled_out, n_weak, fail_ratio, share`) and two plots under `plots/`.
+A problem never rolled out has no accuracies (`max_acc`, `slope` null) and is not weak; one record gives slope 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+from rich.table import Table
+
+from sws import ui
+from sws.artifacts import StageResult, read_table, run_stage, table_path, write_table
+from sws.config import IdentifyConfig, PipelineConfig
+from sws.errors import UserError
+from sws.plots import bar_chart, line_chart, plots_dir, save_figure
+
+STAGE = "identify"
+TRAJECTORY_PLOT = "weak_trajectories.png"
+FAIL_RATIO_PLOT = "category_fail_ratio.png"
+MAX_TRAJECTORIES = 12
+
+
+def check_rollouts(rollouts: pl.DataFrame, source: Path) -> None:
+    """UserError on an empty log, nulls or impossible counts."""
+    if rollouts.height == 0:
+        raise UserError(f"{source}: has no rows; run `sws train initial` or `sws ingest` to log rollouts first")
+    for column in ("step", "problem_id", "n", "n_correct"):
+        if rollouts[column].null_count():
+            raise UserError(f"{source}: column '{column}' has {rollouts[column].null_count()} null values; "
+                            "every rollout row needs one")
+    checks = {
+        "n": (pl.col("n") <= 0, "must be at least 1"),
+        "n_correct": ((pl.col("n_correct") < 0) | (pl.col("n_correct") > pl.col("n")), "must lie in 0..n"),
+    }
+    for column, (bad, rule) in checks.items():
+        n_bad = rollouts.select(bad.sum()).item()
+        if n_bad:
+            raise UserError(f"{source}: column '{column}' {rule}, but {n_bad} rows break that; fix the rollout log")
+
+
+def record_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
+    """One row per problem in the log: `accs` (n_correct / n by step, ties in log order), `n_record`, `max_acc`, `slope`.
+
+    Vectorised: one group-by collects each problem's accuracies in order (a log written in step order, as training
+    writes it, needs no sort); slopes and maxima are per-problem sums over the flat values with numpy.
+    """
+    ordered = rollouts if rollouts["step"].is_sorted() else rollouts.sort("step", maintain_order=True)
+    grouped = ordered.group_by("problem_id").agg(accs=pl.col("n_correct") / pl.col("n"))
+    n_record = grouped["accs"].list.len().to_numpy().astype(np.int64)
+    acc = grouped["accs"].explode().to_numpy()
+    if acc.size == 0:
+        return grouped.with_columns(n_record=n_record, max_acc=acc, slope=acc)
+    starts = np.cumsum(n_record) - n_record
+    position = np.arange(acc.size) - np.repeat(starts, n_record)
+    # OLS slope = sum((x - mean x) * y) / sum((x - mean x)^2) with x = 0..N-1; (2x - (N-1)) keeps it integral, and
+    # centring y on the first accuracy makes a flat trajectory's slope exactly 0 (the default rule is slope <= 0).
+    centred_x = 2 * position - np.repeat(n_record - 1, n_record)
+    covariance = np.add.reduceat(centred_x * (acc - np.repeat(acc[starts], n_record)), starts)
+    denominator = n_record * (n_record.astype(np.float64) ** 2 - 1)
+    slope = np.divide(6 * covariance, denominator, out=np.zeros(n_record.size), where=n_record > 1)
+    return grouped.with_columns(n_record=n_record, max_acc=np.maximum.reduceat(acc, starts), slope=slope)
+
+
+def unknown_problems(stats: pl.DataFrame, problems: pl.DataFrame) -> pl.DataFrame:
+    """The rows of `stats` whose problem_id problems.parquet lacks."""
+    return stats.filter(~pl.col("problem_id").is_in(problems["problem_id"].implode()))
+
+
+def weak_rule(rule: IdentifyConfig) -> pl.Expr:
+    """weak <=> enough records, max_acc and slope at most (strict: below) their thresholds."""
+    if rule.strict:
+        low_acc, flat = pl.col("max_acc") < rule.max_acc, pl.col("slope") < rule.max_slope
+    else:
+        low_acc, flat = pl.col("max_acc") <= rule.max_acc, pl.col("slope") <= rule.max_slope
+    enough = pl.col("n_record") >= max(rule.min_records, 1)
+    return (enough & low_acc & flat).fill_null(False)
+
+
+def weakness_table(problems: pl.DataFrame, stats: pl.DataFrame, rule: IdentifyConfig) -> pl.DataFrame:
+    """Every problem, in problems.parquet order, with its `record_stats` (none if never rolled out) and `weak`."""
+    return (
+        problems.select("problem_id", "category")
+        .join(stats, on="problem_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("accs").fill_null(pl.lit([], dtype=pl.List(pl.Float64))),
+            pl.col("n_record").fill_null(0),
+        )
+        .with_columns(weak=weak_rule(rule))
+        .select("problem_id", "category", "accs", "n_record", "max_acc", "slope", "weak")
+    )
+
+
+def category_table(weakness: pl.DataFrame) -> pl.DataFrame:
+    """Per category: problems, problems rolled out, weak ones, fail ratio and share (0 everywhere if none weak)."""
+    per_category = (
+        weakness.group_by("category")
+        .agg(
+            n_problems=pl.len().cast(pl.Int64),
+            n_rolled_out=(pl.col("n_record") > 0).sum().cast(pl.Int64),
+            n_weak=pl.col("weak").sum().cast(pl.Int64),
+        )
+        .sort("category")
+        .with_columns(fail_ratio=pl.col("n_weak") / pl.col("n_problems"))
+    )
+    total = per_category["fail_ratio"].sum()
+    share = pl.col("fail_ratio") / total if total > 0 else pl.lit(0.0)
+    return per_category.with_columns(share=share).select(
+        "category", "n_problems", "n_rolled_out", "n_weak", "fail_ratio", "share"
+    )
+
+
+def trajectory_figure(weakness: pl.DataFrame, seed: int) -> Figure:
+    weak = weakness.filter(pl.col("weak"))
+    shown = weak.sample(min(MAX_TRAJECTORIES, weak.height), seed=seed).sort("problem_id")
+    series = {f"{row['problem_id'][:12]} ({row['category']})": row["accs"] for row in shown.iter_rows(named=True)}
+    return line_chart(
+        series, title=f"Accuracy of {shown.height} sampled weak problems (of {weak.height})",
+        xlabel="record (times rolled out)", ylabel="accuracy", ylim=(-0.02, 1.02), empty_note="no weak problems",
+    )
+
+
+def fail_ratio_figure(categories: pl.DataFrame) -> Figure:
+    ratios = dict(zip(categories["category"].to_list(), categories["fail_ratio"].to_list(), strict=True))
+    return bar_chart(ratios, title="Share of weak problems per category", ylabel="fail ratio", ylim=(0, 1))
+
+
+def print_summary(categories: pl.DataFrame) -> None:
+    table = Table(title="Weak problems per category")
+    table.add_column("category", no_wrap=True, min_width=max(map(len, categories["category"]), default=8))
+    for header in ("problems", "rolled out", "weak", "fail ratio", "share"):
+        table.add_column(header, justify="right")
+    for row in categories.iter_rows(named=True):
+        table.add_row(row["category"], str(row["n_problems"]), str(row["n_rolled_out"]), str(row["n_weak"]),
+                      f"{row['fail_ratio']:.3f}", f"{row['share']:.3f}")
+    n_problems, n_weak = categories["n_problems"].sum(), categories["n_weak"].sum()
+    table.add_row("all", str(n_problems), str(categories["n_rolled_out"].sum()), str(n_weak),
+                  f"{n_weak / n_problems:.3f}", "", style="bold")
+    ui.console.print(table)
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    problems_path, rollouts_path = table_path(run_dir, "problems"), table_path(run_dir, "rollouts")
+    outputs = {
+        "weakness": table_path(run_dir, "weakness"),
+        "categories": table_path(run_dir, "categories"),
+        "trajectories": plots_dir(run_dir) / TRAJECTORY_PLOT,
+        "fail_ratios": plots_dir(run_dir) / FAIL_RATIO_PLOT,
+    }
+
+    def body() -> StageResult:
+        problems = read_table(run_dir, "problems")
+        rollouts = read_table(run_dir, "rollouts")
+        if problems.height == 0:
+            raise UserError(f"{problems_path}: has no rows; run `sws prepare` with a non-empty seed set")
+        if problems["problem_id"].n_unique() != problems.height:
+            raise UserError(f"{problems_path}: column 'problem_id' repeats values; rerun `sws prepare`")
+        check_rollouts(rollouts, rollouts_path)
+        stats = record_stats(rollouts)
+        unknown = unknown_problems(stats, problems)
+        if unknown.height:
+            raise UserError(
+                f"{rollouts_path}: {unknown['n_record'].sum()} rows name {unknown.height} problem_ids missing from "
+                f"problems.parquet (e.g. '{unknown['problem_id'][0]}'); log rollouts of this run's problems "
+                "(`sws ingest` checks that)"
+            )
+        weakness = weakness_table(problems, stats, cfg.identify)
+        categories = category_table(weakness)
+        figures = {"trajectories": trajectory_figure(weakness, cfg.seed), "fail_ratios": fail_ratio_figure(categories)}
+        write_table(run_dir, "weakness", weakness)
+        write_table(run_dir, "categories", categories)
+        for name, figure in figures.items():
+            save_figure(figure, outputs[name])
+        n_weak = int(weakness["weak"].sum())
+        ui.info(f"{STAGE}: {n_weak} of {weakness.height} problems are weak "
+                f"({rollouts.height} rollout records) -> {outputs['weakness']}")
+        return StageResult(STAGE, rows={"weakness": weakness.height, "categories": categories.height},
+                           info={"n_weak": n_weak, "n_rollouts": rollouts.height})
+
+    result = run_stage(
+        run_dir, STAGE,
+        config={"identify": cfg.identify.model_dump(mode="json"), "seed": cfg.seed},
+        inputs=[problems_path, rollouts_path], outputs=list(outputs.values()), body=body, force=force,
+    )
+    print_summary(read_table(run_dir, "categories"))
+    return result

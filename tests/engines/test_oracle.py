@@ -1,0 +1,173 @@
+from collections import Counter
+
+import pytest
+
+from sws.config import EngineConfig
+from sws.engines import Request, make_engine
+from sws.engines.oracle import OracleEngine
+from sws.errors import UserError
+from sws.grading import extract_answer
+from sws.parsing import parse_concepts, parse_problem, parse_verdict
+from sws.worlds.arith import CATEGORIES, DEFECT_KINDS, LEVELS, generate_problems, solve
+from sws.worlds.arith.defects import inject_defect
+
+DRAWS = 2000
+TOLERANCE = 0.04  # about four standard deviations of a rate near 0.3 over 2000 draws
+
+
+def oracle(**options) -> OracleEngine:
+    return OracleEngine(EngineConfig(engine="oracle", options=options))
+
+
+def generate_requests(count: int) -> list[Request]:
+    return [
+        Request(prompt="(rendered generation prompt)", task="generate", seed=index, fields={
+            "category": CATEGORIES[index % 6], "concepts": ["addition with carrying", "place value"],
+            "level": LEVELS[index % 3],
+        })
+        for index in range(count)
+    ]
+
+
+def generated_kinds(engine: OracleEngine, count: int = DRAWS) -> Counter:
+    completions = engine.generate(generate_requests(count))
+    return Counter(solve(parse_problem(samples[0].text)).kind for samples in completions)
+
+
+def test_without_noise_every_generated_problem_is_well_formed():
+    assert generated_kinds(oracle(), 500) == Counter({"ok": 500})
+
+
+@pytest.mark.parametrize("kind", DEFECT_KINDS)
+def test_each_defect_knob_injects_that_defect_at_its_rate(kind):
+    kinds = generated_kinds(oracle(**{kind: 0.3}))
+    assert set(kinds) == {"ok", kind}
+    assert kinds[kind] / DRAWS == pytest.approx(0.3, abs=TOLERANCE)
+
+
+def test_defect_knobs_combine_with_at_most_one_defect_each():
+    kinds = generated_kinds(oracle(**{kind: 0.1 for kind in DEFECT_KINDS}))
+    for kind in DEFECT_KINDS:
+        assert kinds[kind] / DRAWS == pytest.approx(0.1, abs=TOLERANCE)
+    assert kinds["ok"] / DRAWS == pytest.approx(0.4, abs=TOLERANCE)
+
+
+def test_generated_problems_follow_category_and_concepts():
+    engine = oracle()
+    requests = [Request(prompt="p", task="generate", seed=seed, fields={
+        "category": "precedence", "concepts": ["parentheses", "order of operations"], "level": "medium"})
+        for seed in range(50)]
+    problems = [parse_problem(samples[0].text) for samples in engine.generate(requests)]
+    assert all(solve(problem).category == "precedence" for problem in problems)
+    assert all("parentheses" in solve(problem).concepts for problem in problems)
+    carry = [Request(prompt="p", task="generate", seed=seed, fields={
+        "category": "addition", "concepts": ["addition with carrying"], "level": "medium"}) for seed in range(50)]
+    assert all("addition with carrying" in solve(parse_problem(s[0].text)).concepts for s in engine.generate(carry))
+
+
+def rate_requests(problems: list[str]) -> list[Request]:
+    return [Request(prompt="p", task="rate", seed=index, fields={"problem": problem})
+            for index, problem in enumerate(problems)]
+
+
+def judged(engine: OracleEngine, problems: list[str]) -> list[str]:
+    return [parse_verdict(samples[0].text) for samples in engine.generate(rate_requests(problems))]
+
+
+@pytest.fixture(scope="module")
+def good_and_bad_problems() -> tuple[list[str], list[str]]:
+    import random
+
+    rng = random.Random(0)
+    good = [p.problem for p in generate_problems(DRAWS // 2, seed=5)]
+    bad = [inject_defect(DEFECT_KINDS[i % 6], p, rng) for i, p in enumerate(generate_problems(DRAWS // 2, seed=6))]
+    return good, bad
+
+
+def test_exact_judge_rates_ok_problems_well_and_defective_ones_bad(good_and_bad_problems):
+    good, bad = good_and_bad_problems
+    good_verdicts = Counter(judged(oracle(), good))
+    assert set(good_verdicts) == {"perfect", "acceptable"} and good_verdicts["perfect"] > good_verdicts["acceptable"]
+    assert set(judged(oracle(), bad)) == {"bad"}
+
+
+def test_judge_error_knob_makes_verdicts_wrong_at_its_rate(good_and_bad_problems):
+    good, bad = good_and_bad_problems
+    engine = oracle(judge_error=0.2)
+    wrong = sum(verdict == "bad" for verdict in judged(engine, good))
+    wrong += sum(verdict != "bad" for verdict in judged(engine, bad))
+    assert wrong / DRAWS == pytest.approx(0.2, abs=TOLERANCE)
+
+
+def test_labeler_error_knob_gives_wrong_integers_at_its_rate_independently_per_sample():
+    problems = generate_problems(DRAWS // 8, seed=9)
+    engine = oracle(labeler_error=0.3)
+    requests = [Request(prompt="p", task="label", n=8, seed=i, fields={"problem": p.problem})
+                for i, p in enumerate(problems)]
+    completions = engine.generate(requests)
+    answers = [[extract_answer(sample.text) for sample in samples] for samples in completions]
+    assert all(answer is not None and answer.isdigit() for row in answers for answer in row)
+    wrong = sum(answer != p.answer for p, row in zip(problems, answers, strict=True) for answer in row)
+    assert wrong / DRAWS == pytest.approx(0.3, abs=TOLERANCE)
+    majority_right = sum(Counter(row).most_common(1)[0][0] == p.answer for p, row in zip(problems, answers, strict=True))
+    assert majority_right / len(problems) > 0.9
+
+
+def test_exact_labeler_boxes_the_true_answer_after_its_steps():
+    problems = generate_problems(120, seed=10)
+    requests = [Request(prompt="p", task=task, fields={"problem": p.problem})
+                for p in problems for task in ("label", "answer")]
+    texts = [samples[0].text for samples in oracle().generate(requests)]
+    assert [extract_answer(text) for text in texts] == [p.answer for p in problems for _ in range(2)]
+    assert all("Step 1:" in text for text in texts)
+
+
+def test_extractor_lists_k_concepts_true_ones_first_in_varied_formats():
+    problems = generate_problems(60, seed=13)
+    requests = [Request(prompt="p", task="extract", seed=i, fields={"problem": p.problem, "category": p.category,
+                                                                    "k": 5}) for i, p in enumerate(problems)]
+    texts = [samples[0].text for samples in oracle().generate(requests)]
+    for problem, text in zip(problems, texts, strict=True):
+        concepts = parse_concepts(text)
+        assert len(concepts) == 5
+        assert set(concepts[:min(5, len(problem.concepts))]) <= set(problem.concepts)
+    assert any(text.lstrip().startswith("[") for text in texts)
+    assert any("\n1. " in f"\n{text}" for text in texts)
+    assert any("\n- " in f"\n{text}" or "\n* " in f"\n{text}" for text in texts)
+
+
+def test_completions_are_deterministic_per_seed_and_sample_index():
+    requests = generate_requests(20)
+    engine = oracle(ill_posed=0.5, seed=3)
+    assert engine.generate(requests) == oracle(ill_posed=0.5, seed=3).generate(requests)
+    assert engine.generate(requests) != oracle(ill_posed=0.5, seed=4).generate(requests)
+    label = Request(prompt="p", task="label", n=16, fields={"problem": "Compute 47+85."})
+    noisy = oracle(labeler_error=0.5)
+    assert len({c.text for c in noisy.generate([label])[0]}) > 1
+    greedy = Request(prompt="p", task="label", n=16, temperature=0.0, fields={"problem": "Compute 47+85."})
+    assert len({c.text for c in noisy.generate([greedy])[0]}) == 1
+
+
+def test_registry_builds_the_oracle_by_name():
+    engine = make_engine(EngineConfig(engine="oracle"))
+    [[completion]] = engine.generate([Request(prompt="p", task="answer", fields={"problem": "Compute 7*8."})])
+    assert extract_answer(completion.text) == "56" and completion.tokens > 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"ilposed": 0.1}, "unknown oracle option 'ilposed'"),
+        ({"proof": 1.5}, "between 0 and 1"),
+        ({"proof": 0.6, "multi_part": 0.6}, "sum to 1.20"),
+        ({"seed": "x"}, "set an integer"),
+    ],
+)
+def test_bad_options_are_user_errors(options, message):
+    with pytest.raises(UserError, match=message):
+        oracle(**options)
+
+
+def test_a_task_the_oracle_cannot_play_is_a_user_error():
+    with pytest.raises(UserError, match="cannot play task 'policy'"):
+        oracle().generate([Request(prompt="p", task="policy")])

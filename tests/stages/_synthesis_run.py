@@ -1,0 +1,115 @@
+"""Shared setup of the synthesis stage tests: an arith run directory with the outputs of `sws identify`,
+a noisy oracle configuration, and a scripted engine for outputs the oracle never writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sws.artifacts import write_table
+from sws.config import EngineConfig, PipelineConfig
+from sws.engines import Completion, Request
+from sws.worlds.arith import generate_problems
+
+WEAK_CATEGORIES = ("multiplication", "remainders", "multi_step")
+NOISE = {"ill_posed": 0.1, "multi_part": 0.1, "multiple_choice": 0.1, "proof": 0.1, "true_false": 0.1,
+         "answer_leak": 0.1}
+
+
+def write_identified_run(run_dir: Path, n_problems: int = 120, weak_categories: tuple[str, ...] = WEAK_CATEGORIES,
+                         seed: int = 3) -> pl.DataFrame:
+    """problems, weakness and categories as `sws identify` leaves them: medium and hard problems of
+    `weak_categories` are weak. Returns the problems."""
+    arith = generate_problems(n_problems, seed=seed)
+    problems = pl.DataFrame({
+        "problem_id": [f"p{index}" for index in range(len(arith))], "problem": [p.problem for p in arith],
+        "answer": [p.answer for p in arith], "category": [p.category for p in arith], "source": ["arith"] * len(arith),
+    })
+    weak = [p.category in weak_categories and p.level != "easy" for p in arith]
+    write_table(run_dir, "problems", problems)
+    write_table(run_dir, "weakness", pl.DataFrame({
+        "problem_id": problems["problem_id"], "category": problems["category"], "accs": [[0.25, 0.125]] * len(arith),
+        "n_record": [2] * len(arith), "max_acc": [0.25 if w else 0.875 for w in weak],
+        "slope": [-0.125 if w else 0.0 for w in weak], "weak": weak,
+    }))
+    categories = sorted(set(problems["category"].to_list()))
+    n_weak = {c: sum(w for w, p in zip(weak, arith, strict=True) if p.category == c) for c in categories}
+    n_all = {c: sum(p.category == c for p in arith) for c in categories}
+    total_weak = sum(n_weak.values()) or 1
+    write_table(run_dir, "categories", pl.DataFrame({
+        "category": categories, "n_problems": [n_all[c] for c in categories], "n_weak": [n_weak[c] for c in categories],
+        "fail_ratio": [n_weak[c] / n_all[c] for c in categories],
+        "share": [n_weak[c] / total_weak for c in categories],
+    }))
+    return problems
+
+
+def noisy_oracle_config(judge_error: float = 0.1, labeler_error: float = 0.2, **synthesize: object) -> PipelineConfig:
+    config = PipelineConfig()
+    config.roles.generator = EngineConfig(options=dict(NOISE))
+    config.roles.judges = [EngineConfig(options={"judge_error": judge_error})]
+    config.roles.labeler = EngineConfig(options={"labeler_error": labeler_error})
+    for name, value in synthesize.items():
+        setattr(config.synthesize, name, value)
+    return config
+
+
+class ScriptedEngine:
+    """Answers each request with `respond(request, sample_index)`; records what it was asked."""
+
+    name = "scripted"
+    model = "scripted"
+
+    def __init__(self, respond: Callable[[Request, int], str]) -> None:
+        self.respond = respond
+        self.requests: list[Request] = []
+        self.closed = False
+
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        self.requests.extend(requests)
+        return [[Completion(self.respond(request, index)) for index in range(request.n)] for request in requests]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def use_engines(monkeypatch: pytest.MonkeyPatch, engines: dict[str, ScriptedEngine]) -> None:
+    """Route every role whose `model` names a key of `engines` to that scripted engine, behind the run's real
+    request cache; other roles get their usual engine."""
+    import sws.engines
+    from sws.engines import CachedEngine, cache_identity
+
+    real = sws.engines.make_engine
+
+    def make_engine(cfg: EngineConfig, run_dir: Path | None = None):
+        if cfg.model not in engines:
+            return real(cfg, run_dir)
+        return CachedEngine(engines[cfg.model], Path(run_dir) / "cache" / "requests.sqlite", cache_identity(cfg))
+
+    monkeypatch.setattr(sws.engines, "make_engine", make_engine)
+
+
+def scripted_role(name: str) -> EngineConfig:
+    return EngineConfig(engine="oracle", model=name)
+
+
+class HashedEmbedder:
+    """A stand-in sentence model: a fixed pseudo-random unit vector per text (no similarity structure)."""
+
+    def encode(self, texts: list[str], **_: object):
+        import hashlib
+
+        import numpy as np
+
+        rows = [np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big")).normal(size=16)
+                for t in texts]
+        return np.stack(rows) if rows else np.zeros((0, 16))
+
+
+def use_hashed_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sws.embeddings
+
+    monkeypatch.setattr(sws.embeddings, "load_model", lambda name: HashedEmbedder())

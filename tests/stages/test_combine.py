@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import use_hashed_embeddings, write_identified_run
+
+from sws.artifacts import read_table, table_path, write_table
+from sws.config import PipelineConfig
+from sws.embeddings import cache_path
+from sws.errors import UserError
+from sws.stages import combine
+
+
+def write_concepts(run_dir: Path, rows: list[tuple[str, str, list[str]]]) -> None:
+    write_table(run_dir, "concepts", pl.DataFrame(
+        {"problem_id": [r[0] for r in rows], "category": [r[1] for r in rows], "concepts": [r[2] for r in rows]},
+        schema={"problem_id": pl.Utf8, "category": pl.Utf8, "concepts": pl.List(pl.Utf8)},
+    ))
+
+
+def write_categories(run_dir: Path, shares: dict[str, float]) -> None:
+    write_table(run_dir, "categories", pl.DataFrame({
+        "category": list(shares), "n_problems": [10] * len(shares), "n_weak": [int(10 * s) for s in shares.values()],
+        "fail_ratio": list(shares.values()), "share": list(shares.values()),
+    }))
+
+
+def many_concepts(prefix: str, n_problems: int = 30) -> list[tuple[str, str, list[str]]]:
+    return [(f"{prefix}{i}", prefix, [f"{prefix} concept {(i + j) % 12}" for j in range(4)]) for i in range(n_problems)]
+
+
+def test_budget_is_split_by_share_over_categories_with_concepts(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, many_concepts("algebra") + many_concepts("geometry"))
+    # "counting" has a share but no weak problem made it through extraction; "number theory" has share 0
+    write_categories(tmp_path, {"algebra": 0.5, "geometry": 0.25, "counting": 0.25, "number theory": 0.0})
+    config = PipelineConfig()
+    config.synthesize.budget = 31
+    config.synthesize.set_size = 3
+    result = combine.run(config, tmp_path)
+    sets = read_table(tmp_path, "concept_sets")
+    per_category = Counter(sets["category"].to_list())
+    assert per_category == {"algebra": 21, "geometry": 10}  # 31 * 2/3 = 20.67 -> 21, 31 * 1/3 = 10.33 -> 10
+    assert result.info["funnel"] == {"step": "combine", "in": 31, "kept": 31, "rejected": {}}
+    assert sets["set_id"].n_unique() == 31
+    keys = {(row["category"], frozenset(row["concepts"]), row["level"]) for row in sets.iter_rows(named=True)}
+    assert len(keys) == 31
+    assert all(len(set(listed)) == 3 for listed in sets["concepts"].to_list())
+    assert set(sets["level"]) <= {"easy", "medium", "hard"}
+    assert cache_path(tmp_path, config.roles.embedder.model).exists()
+
+
+def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, many_concepts("algebra"))
+    write_categories(tmp_path, {"algebra": 1.0})
+    config = PipelineConfig()
+    config.synthesize.budget = 12
+    combine.run(config, tmp_path)
+    first = read_table(tmp_path, "concept_sets")
+    combine.run(config, tmp_path, force=True)
+    assert read_table(tmp_path, "concept_sets").equals(first)
+    config.seed = 1
+    combine.run(config, tmp_path)
+    assert not read_table(tmp_path, "concept_sets").equals(first)
+
+
+def test_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, [("p1", "tiny", ["a", "b", "c"])])
+    write_categories(tmp_path, {"tiny": 1.0})
+    config = PipelineConfig()
+    config.synthesize.budget = 10
+    config.synthesize.set_size = 2
+    config.synthesize.levels = ["easy"]
+    result = combine.run(config, tmp_path)
+    assert read_table(tmp_path, "concept_sets").height == 3  # {a,b} {a,c} {b,c}
+    assert result.info["funnel"]["rejected"] == {"duplicate_set": 7}
+
+
+def test_no_concepts_gives_empty_sets(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, [])
+    write_categories(tmp_path, {"algebra": 1.0})
+    result = combine.run(PipelineConfig(), tmp_path)
+    assert read_table(tmp_path, "concept_sets").height == 0
+    assert result.info["funnel"]["kept"] == 0
+
+
+def test_category_unknown_to_categories_is_a_user_error(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, many_concepts("algebra"))
+    write_categories(tmp_path, {"geometry": 1.0})
+    with pytest.raises(UserError, match="no row for category 'algebra'"):
+        combine.run(PipelineConfig(), tmp_path)
+    assert not table_path(tmp_path, "concept_sets").exists()
+
+
+def test_missing_concepts_names_the_command(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    with pytest.raises(UserError, match="sws synthesize --steps extract"):
+        combine.run(PipelineConfig(), tmp_path)
+
+
+@pytest.mark.slow
+def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
+    from sws.stages import concepts
+
+    write_identified_run(tmp_path)
+    config = PipelineConfig()
+    config.synthesize.budget = 30
+    config.synthesize.set_size = 3
+    concepts.run(config, tmp_path)
+    combine.run(config, tmp_path)
+    sets = read_table(tmp_path, "concept_sets")
+    listed = read_table(tmp_path, "concepts")
+    assert sets.height == 30
+    for category, drawn in zip(sets["category"], sets["concepts"].to_list(), strict=True):
+        vocabulary = set(listed.filter(pl.col("category") == category)["concepts"].explode())
+        assert set(drawn) <= vocabulary

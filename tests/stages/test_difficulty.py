@@ -1,0 +1,137 @@
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from sws.artifacts import read_parquet, read_table, rejected_path, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import difficulty as stage
+from sws.worlds.arith import generate_problems
+from sws.worlds.arith.policy import build_policy
+
+SWS = str(Path(sys.executable).parent / "sws")
+
+
+def write_labeled(run_dir, n=40, seed=2):
+    problems = generate_problems(n, seed=seed)
+    write_table(run_dir, "labeled", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(n)],
+        "category": [problem.category for problem in problems],
+        "concepts": [problem.concepts for problem in problems],
+        "level": [problem.level for problem in problems],
+        "problem": [problem.problem for problem in problems],
+        "answer": [problem.answer for problem in problems],
+        "consistency": [1.0] * n,
+    }))
+
+
+def oracle_policy_config(labeler_error, band=(0.25, 0.75), rollouts=8):
+    """The oracle answering as the policy: each sample is wrong with probability `labeler_error`."""
+    return PipelineConfig.model_validate({
+        "roles": {"policy": {"engine": "oracle", "model": "arith-oracle",
+                             "options": {"labeler_error": labeler_error}}},
+        "filter": {"band": list(band), "rollouts": rollouts},
+    })
+
+
+def test_problems_inside_the_band_are_kept_and_the_rest_rejected_with_their_accuracy(tmp_path):
+    write_labeled(tmp_path)
+
+    result = stage.run(oracle_policy_config(labeler_error=0.5), tmp_path)
+
+    kept = read_table(tmp_path, "filtered")
+    rejected = read_parquet(rejected_path(tmp_path, "filtered"))
+    assert kept["accuracy"].is_between(0.25, 0.75).all()
+    assert not rejected["accuracy"].is_between(0.25, 0.75).any()
+    assert sorted(kept["syn_id"].to_list() + rejected["syn_id"].to_list()) == sorted(f"syn-{i}" for i in range(40))
+    assert (kept["accuracy"] == kept["n_correct"] / kept["n"]).all() and set(kept["n"]) == {8}
+    assert kept.height > 0 and rejected.height > 0
+    reasons = dict(zip(rejected["syn_id"], rejected["reject_reason"], strict=True))
+    for syn_id, accuracy in zip(rejected["syn_id"], rejected["accuracy"], strict=True):
+        assert reasons[syn_id] == ("too hard: accuracy below 0.25" if accuracy < 0.25 else
+                                   "too easy: accuracy above 0.75")
+    assert {"concepts", "level", "consistency"} <= set(kept.columns)
+    assert result.rows == {"filtered": kept.height, "filtered.rejected": rejected.height}
+    assert (tmp_path / "plots" / "filter_accuracy.png").stat().st_size > 0
+
+
+def test_accuracy_is_graded_against_the_label(tmp_path):
+    write_labeled(tmp_path, n=12)
+
+    stage.run(oracle_policy_config(labeler_error=0.0, band=(0.0, 0.5)), tmp_path)
+
+    rejected = read_parquet(rejected_path(tmp_path, "filtered"))
+    assert read_table(tmp_path, "filtered").height == 0
+    assert rejected["accuracy"].to_list() == [1.0] * 12
+    assert set(rejected["reject_reason"]) == {"too easy: accuracy above 0.5"}
+
+
+def test_both_ends_of_the_band_are_inclusive(tmp_path):
+    write_labeled(tmp_path, n=12)
+
+    stage.run(oracle_policy_config(labeler_error=0.0, band=(1.0, 1.0), rollouts=3), tmp_path)
+
+    assert read_table(tmp_path, "filtered").height == 12
+
+
+def test_an_empty_policy_model_needs_the_initial_checkpoint(tmp_path):
+    write_labeled(tmp_path, n=4)
+
+    with pytest.raises(UserError, match="sws train initial"):
+        stage.run(PipelineConfig(), tmp_path)
+    assert not (tmp_path / "filtered.parquet").exists() and not (tmp_path / "cache").exists()
+
+
+def test_an_empty_labeled_set_is_a_user_error(tmp_path):
+    write_labeled(tmp_path, n=0)
+
+    with pytest.raises(UserError, match="no labeled problems"):
+        stage.run(oracle_policy_config(labeler_error=0.0), tmp_path)
+
+
+@pytest.mark.slow
+def test_a_killed_filter_run_completes_on_rerun_with_every_problem_once(tmp_path):
+    run_dir = tmp_path / "run"
+    write_labeled(run_dir, n=48)
+    policy = build_policy(tmp_path / "policy")
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml.safe_dump({
+        "roles": {"policy": {"engine": "hf", "model": str(policy), "options": {"batch_size": 8}}},
+        "filter": {"rollouts": 4, "shard_size": 4, "max_tokens": 12},
+    }))
+    cache = run_dir / "cache" / "requests.sqlite"
+
+    process = subprocess.Popen([SWS, "--quiet", "filter", "--run", str(run_dir), "--config", str(pipeline)])
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline and _cached_samples(cache) < 8:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    cached_before = _cached_samples(cache)
+    assert 0 < cached_before < 48 * 4
+    assert not (run_dir / "filtered.parquet").exists()
+
+    subprocess.run([SWS, "--quiet", "filter", "--run", str(run_dir)], check=True)
+
+    kept = read_table(run_dir, "filtered")
+    rejected = read_parquet(rejected_path(run_dir, "filtered"))
+    assert sorted(kept["syn_id"].to_list() + rejected["syn_id"].to_list()) == sorted(f"syn-{i}" for i in range(48))
+    assert set(kept["n"].to_list() + rejected["n"].to_list()) == {4}
+    assert _cached_samples(cache) == 48 * 4
+
+
+def _cached_samples(cache: Path) -> int:
+    if not cache.exists():
+        return 0
+    try:
+        with sqlite3.connect(cache, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0

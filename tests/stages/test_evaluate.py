@@ -1,0 +1,142 @@
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sws.artifacts import read_manifest, read_table, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import evaluate
+from sws.worlds.arith import generate_problems
+
+N_PER_CATEGORY = 3
+
+
+@pytest.fixture(autouse=True)
+def empty_policy_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bootstrap policy in the cache, so `start` is left out unless a test builds one."""
+    monkeypatch.setenv("SWS_CACHE", str(tmp_path_factory.mktemp("sws_cache")))
+
+
+def oracle_policy_config(**noise: float) -> PipelineConfig:
+    """The arith oracle in the policy's seat: it answers `answer` requests right unless told to err."""
+    return PipelineConfig.model_validate({
+        "arith": {"n_eval_per_category": N_PER_CATEGORY},
+        "roles": {"policy": {"engine": "oracle", "model": "", "options": noise}},
+        "eval": {"k": 2, "benchmarks": ["arith"]},
+    })
+
+
+def fake_checkpoint(run_dir: Path, name: str) -> Path:
+    folder = evaluate.checkpoint_dir(run_dir, name)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    problems = generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])
+    write_table(tmp_path, "problems", pl.DataFrame({
+        "problem_id": [f"p{i}" for i in range(12)], "problem": [p.problem for p in problems],
+        "answer": [p.answer for p in problems], "category": [p.category for p in problems],
+        "source": ["arith"] * 12}))
+    weak = [i % 3 != 0 for i in range(12)]  # 8 weak: addition 0 of 4, remainders 4, precedence 4
+    write_table(tmp_path, "weakness", pl.DataFrame({
+        "problem_id": [f"p{i}" for i in range(12)], "category": [p.category for p in problems],
+        "accs": [[0.0]] * 12, "n_record": [1] * 12, "max_acc": [0.0] * 12, "slope": [0.0] * 12, "weak": weak}))
+    for name in ("initial", "baseline", "augmented"):
+        fake_checkpoint(tmp_path, name)
+    return tmp_path
+
+
+def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) -> None:
+    evaluate.run(oracle_policy_config(), run_dir)
+    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    for name in ("initial", "baseline", "augmented"):
+        assert summary[f"weak_solved_{name}"] == {"overall": 1.0,
+                                                   "per_category": {"precedence": 1.0, "remainders": 1.0}}
+    assert summary["n_weak"] == 8
+    benchmarks = read_table(run_dir, "eval/benchmarks")
+    assert set(benchmarks["eval_set"]) == {"arith", "seed"}
+    assert benchmarks["pass1"].to_list() == [1.0] * benchmarks.height
+    assert benchmarks["avg_k"].to_list() == [1.0] * benchmarks.height
+    heldout = benchmarks.filter((pl.col("eval_set") == "arith") & (pl.col("category") != "overall"))
+    assert heldout["n"].to_list() == [N_PER_CATEGORY] * 9
+
+
+def test_a_policy_that_is_always_wrong_solves_none(run_dir: Path) -> None:
+    evaluate.run(oracle_policy_config(labeler_error=1.0), run_dir)
+    weakness = read_table(run_dir, "eval/weakness")
+    assert weakness["solved"].to_list() == [0.0] * weakness.height
+    assert weakness.filter(pl.col("category") == "overall")["n_weak"].to_list() == [8, 8, 8]
+    assert read_table(run_dir, "eval/benchmarks")["avg_k"].sum() == 0.0
+
+
+def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path, run_dir: Path) -> None:
+    import shutil
+
+    shutil.rmtree(evaluate.checkpoint_dir(run_dir, "baseline"))
+    evaluate.run(oracle_policy_config(), run_dir)
+    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    assert {key for key in summary if key.startswith("weak_solved_")} == {
+        "weak_solved_initial", "weak_solved_augmented"}
+    order = read_table(run_dir, "eval/weakness")["checkpoint"].unique(maintain_order=True).to_list()
+    assert order == ["initial", "augmented"]
+
+
+def test_retraining_one_checkpoint_re_evaluates_only_that_one(run_dir: Path) -> None:
+    cfg = oracle_policy_config()
+    evaluate.run(cfg, run_dir)
+    before = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
+    assert evaluate.run(cfg, run_dir).skipped
+    (evaluate.checkpoint_dir(run_dir, "augmented") / "model.safetensors").write_text("new weights")
+    evaluate.run(cfg, run_dir)
+    after = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
+    assert after["initial"] == before["initial"]
+    assert after["augmented"] != before["augmented"]
+
+
+def test_heldout_problems_are_fresh() -> None:
+    seed_texts = {p.problem for p in generate_problems(60, seed=0)}
+    heldout = evaluate.arith_heldout(20, ["addition", "multi_step"], seed=1, exclude=seed_texts)
+    assert heldout.height == 40
+    assert not set(heldout["problem"]) & seed_texts
+    assert heldout["problem_id"].n_unique() == 40
+
+
+def test_no_checkpoint_is_a_user_error(tmp_path: Path, run_dir: Path) -> None:
+    import shutil
+
+    shutil.rmtree(run_dir / "train")
+    with pytest.raises(UserError, match="sws train initial"):
+        evaluate.run(oracle_policy_config(), run_dir)
+    assert not (run_dir / "eval").exists()
+
+
+def test_weakness_table_counts_per_category_and_overall() -> None:
+    per_problem = pl.DataFrame({
+        "checkpoint": ["initial"] * 4, "eval_set": ["weak", "weak", "weak", "seed"],
+        "problem_id": ["a", "b", "c", "a"], "category": ["x", "x", "y", "x"],
+        "greedy_correct": [True, False, True, False], "n": [2] * 4, "n_correct": [1] * 4})
+    table = evaluate.weakness_table(per_problem)
+    assert table.select("category", "n_weak", "n_solved", "solved").rows() == [
+        ("x", 2, 1, 0.5), ("y", 1, 1, 1.0), ("overall", 3, 2, 2 / 3)]
+
+
+@pytest.mark.slow
+def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> None:
+    from sws.worlds.arith.policy import build_policy
+
+    for name in ("initial", "baseline", "augmented"):
+        folder = evaluate.checkpoint_dir(run_dir, name)
+        (folder / "config.json").unlink()
+        build_policy(folder, seed=0)
+    cfg = PipelineConfig.model_validate({"arith": {"n_eval_per_category": 2}, "eval": {"k": 2, "max_tokens": 8},
+                                         "roles": {"policy": {"engine": "hf", "model": ""}}})
+    evaluate.run(cfg, run_dir)
+    per_problem = read_table(run_dir, "eval/problems")
+    assert per_problem.height == 3 * (6 + 8 + 12)
+    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    assert all(0.0 <= summary[f"weak_solved_{name}"]["overall"] <= 1.0 for name in ("initial", "augmented"))

@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import (
+    ScriptedEngine,
+    noisy_oracle_config,
+    scripted_role,
+    use_engines,
+    write_identified_run,
+)
+
+from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import generate
+from sws.worlds.arith import solve
+
+PREFILTERED_KINDS = {"multi_part", "multiple_choice", "proof", "true_false", "answer_leak"}
+
+
+def write_sets(run_dir: Path, n: int, category: str = "multiplication") -> None:
+    concepts = [["multiplication", "place value"], ["multi-digit multiplication", "two-digit numbers"]]
+    write_table(run_dir, "concept_sets", pl.DataFrame({
+        "set_id": [f"set-{index:04d}" for index in range(n)], "category": [category] * n,
+        "concepts": [concepts[index % 2] for index in range(n)],
+        "level": [("easy", "medium", "hard")[index % 3] for index in range(n)],
+    }))
+
+
+def scripted_generator(monkeypatch, problems: list[str | None]) -> ScriptedEngine:
+    """A generator that writes problems[i] (None: an output without the problem marker) for the i-th set."""
+
+    def respond(request, _):
+        problem = problems[len(engine.requests) - 1]
+        return "Let me think.\n" + ("I could not come up with one." if problem is None else f"### Problem\n{problem}\n")
+
+    engine = ScriptedEngine(respond)
+    use_engines(monkeypatch, {"scripted": engine})
+    return engine
+
+
+def config_with_scripted_generator(**synthesize: object) -> PipelineConfig:
+    config = PipelineConfig()
+    config.roles.generator = scripted_role("scripted")
+    config.synthesize.shard_size = 1  # one request per call, so the scripted engine answers them in order
+    for name, value in synthesize.items():
+        setattr(config.synthesize, name, value)
+    return config
+
+
+def test_noisy_oracle_problems_are_prefiltered_by_kind(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 120)
+    result = generate.run(noisy_oracle_config(), tmp_path)
+    kept = read_table(tmp_path, "synthetic")
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert kept.height + rejected.height == 120
+    assert result.info["funnel"]["kept"] == kept.height
+    for problem in kept["problem"]:
+        assert solve(problem).kind not in PREFILTERED_KINDS
+    defects = rejected.filter(pl.col("reject_reason").is_in(list(PREFILTERED_KINDS)))
+    assert defects.height > 0
+    for problem, reason in zip(defects["problem"], defects["reject_reason"], strict=True):
+        assert solve(problem).kind == reason
+    duplicates = rejected.filter(pl.col("reject_reason") == "near_duplicate")
+    assert all(detail.startswith(("seed:", "batch:")) for detail in duplicates["reject_detail"])
+    assert rejected["reject_reason"].null_count() == 0
+
+
+def test_syn_ids_are_stable_across_reruns(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 20)
+    generate.run(noisy_oracle_config(), tmp_path)
+    first = read_table(tmp_path, "synthetic")
+    generate.run(noisy_oracle_config(), tmp_path, force=True)
+    again = read_table(tmp_path, "synthetic")
+    assert again["syn_id"].to_list() == first["syn_id"].to_list()
+    assert again["problem"].to_list() == first["problem"].to_list()
+    assert first["syn_id"].n_unique() == first.height
+
+
+def test_near_duplicates_of_seed_batch_and_reference_problems(tmp_path: Path, monkeypatch) -> None:
+    problems = write_identified_run(tmp_path)
+    seed_problem = problems["problem"][0]
+    long_problem = ("A library lends 125 books on Monday and 98 books on Tuesday. On Wednesday it lends twice as "
+                    "many books as on Monday. How many books does it lend in the three days?")
+    reference = tmp_path / "bench.jsonl"
+    reference.write_text(json.dumps({"problem": long_problem, "answer": "473"}) + "\n")
+    write_sets(tmp_path, 5)
+    scripted_generator(monkeypatch, [
+        seed_problem.lower(),  # the seed set, respelled
+        "Compute 4321*9.",  # new
+        "compute 4321 * 9",  # the previous one again
+        long_problem.replace("Monday and", "Monday, and").upper(),  # a respelled benchmark problem
+        "Compute 4321*8.",  # one digit away from a kept problem: a different problem
+    ])
+    config = config_with_scripted_generator(reference_files=[str(reference)])
+    generate.run(config, tmp_path)
+    kept = read_table(tmp_path, "synthetic")
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert kept["problem"].to_list() == ["Compute 4321*9.", "Compute 4321*8."]
+    assert set(rejected["reject_reason"]) == {"near_duplicate"}
+    seed_id = problems["problem_id"][0]
+    batch_id = kept["syn_id"][0]
+    assert rejected["reject_detail"].to_list() == [f"seed:{seed_id}", f"batch:{batch_id}", f"reference:{reference}"]
+
+
+def test_unparsed_and_short_outputs_are_rejected_with_the_raw_text(tmp_path: Path, monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 3)
+    engine = scripted_generator(monkeypatch, [None, "Hm.", "Compute 731*6."])
+    generate.run(config_with_scripted_generator(), tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert rejected["reject_reason"].to_list() == ["unparsed", "too_short"]
+    assert rejected["problem"].to_list() == [None, "Hm."]
+    assert "could not come up" in rejected["raw"][0]
+    request = engine.requests[0]
+    assert request.task == "generate" and set(request.fields) == {"category", "concepts", "level"}
+    assert isinstance(request.fields["concepts"], list)
+    for concept in request.fields["concepts"]:
+        assert concept in request.messages[0]["content"]
+
+
+def test_missing_reference_file_fails_before_writing(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 3)
+    config = noisy_oracle_config(reference_files=[str(tmp_path / "nope.json")])
+    with pytest.raises(UserError, match="nope.json: reference file not found"):
+        generate.run(config, tmp_path)
+    assert not table_path(tmp_path, "synthetic").exists()
+
+
+def test_reference_file_without_problem_field_is_a_user_error(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 3)
+    reference = tmp_path / "odd.json"
+    reference.write_text(json.dumps([{"text": "Compute 1+1."}]))
+    with pytest.raises(UserError, match="no 'problem' or 'question' field"):
+        generate.run(noisy_oracle_config(reference_files=[str(reference)]), tmp_path)
+
+
+def test_benchmark_files_as_references(tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parents[2] / "data"
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 5)
+    references = [str(data / name) for name in ("math500.json", "aime24.json", "aime25.jsonl", "gsm8k_test.jsonl")]
+    generate.run(noisy_oracle_config(reference_files=references), tmp_path)
+    assert read_table(tmp_path, "synthetic").height + read_parquet(rejected_path(tmp_path, "synthetic")).height == 5
+
+
+def test_empty_concept_sets_give_empty_outputs(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 0)
+    result = generate.run(noisy_oracle_config(), tmp_path)
+    assert read_table(tmp_path, "synthetic").height == 0
+    assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}}

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
+
+from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import label
+from sws.worlds.arith import generate_problems, solve
+
+NO_ANSWER = "I am not sure how to finish this."
+
+
+def write_rated(run_dir: Path, problems: list[str]) -> None:
+    n = len(problems)
+    write_table(run_dir, "rated", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(n)], "category": ["arith"] * n,
+        "concepts": [["arithmetic"]] * n, "level": ["medium"] * n, "problem": problems,
+        "verdicts": ['{"0:oracle/judge": ["perfect"]}'] * n,
+    }, schema={"syn_id": pl.Utf8, "category": pl.Utf8, "concepts": pl.List(pl.Utf8), "level": pl.Utf8,
+               "problem": pl.Utf8, "verdicts": pl.Utf8}))
+
+
+def scripted(samples_by_problem: dict[str, list[str]]) -> ScriptedEngine:
+    return ScriptedEngine(lambda request, k: samples_by_problem[request.fields["problem"]][k])
+
+
+def boxed(answer: str) -> str:
+    return f"Step by step.\nSo the result is $\\boxed{{{answer}}}$."
+
+
+def labeler_config(samples: int = 8, **synthesize: object) -> PipelineConfig:
+    config = PipelineConfig()
+    config.roles.labeler = scripted_role("labeler")
+    config.synthesize.label_samples = samples
+    for name, value in synthesize.items():
+        setattr(config.synthesize, name, value)
+    return config
+
+
+def test_answers_are_grouped_by_equivalence_and_unparsed_ones_never_win(tmp_path: Path, monkeypatch) -> None:
+    samples = {
+        "half": [boxed("0.5"), boxed("\\frac{1}{2}"), boxed("1/2"), boxed("\\frac{1}{2}"), boxed("\\frac12"),
+                 boxed("3"), NO_ANSWER, NO_ANSWER],
+        "mostly unparsed": [NO_ANSWER] * 5 + [boxed("7")] * 3,
+        "nothing": [NO_ANSWER] * 8,
+        "split": [boxed("4")] * 4 + [boxed("5")] * 4,
+    }
+    write_rated(tmp_path, list(samples))
+    engine = scripted(samples)
+    use_engines(monkeypatch, {"labeler": engine})
+    result = label.run(labeler_config(), tmp_path)
+    kept = read_table(tmp_path, "labeled")
+    rejected = read_parquet(rejected_path(tmp_path, "labeled"))
+    assert kept["problem"].to_list() == ["half", "split"]
+    half = kept.row(0, named=True)
+    assert half["answer"] == "\\frac{1}{2}" and half["consistency"] == 5 / 8
+    assert half["answers"][-2:] == [None, None] and half["answers"][0] == "0.5"
+    assert kept.row(1, named=True)["consistency"] == 0.5  # ties at exactly 50 % are kept (>= min_consistency)
+    assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
+        "mostly unparsed": "low_consistency", "nothing": "no_answer",
+    }
+    assert result.info["funnel"]["kept"] == 2
+    request = engine.requests[0]
+    assert request.task == "label" and request.n == 8 and request.fields == {"problem": "half"}
+    assert "half" in request.messages[0]["content"]
+
+
+def student_config(tmp_path: Path) -> PipelineConfig:
+    config = labeler_config(weak_to_strong=True, student_samples=8)
+    config.roles.policy = scripted_role("student")
+    return config
+
+
+def test_weak_to_strong_requires_teacher_majority_and_student_agreement(tmp_path: Path, monkeypatch) -> None:
+    teacher = {
+        "agreed": [boxed("12")] * 6 + [boxed("13")] * 2,
+        "student lost": [boxed("20")] * 6 + [boxed("21")] * 2,
+        "tie": [boxed("4")] * 4 + [boxed("5")] * 4,
+    }
+    student = {
+        "agreed": [boxed("12")] * 2 + [boxed("11")] * 6,  # 25 %: enough
+        "student lost": [boxed("20")] + [NO_ANSWER] * 7,  # 12.5 %: not enough
+    }
+    write_rated(tmp_path, list(teacher))
+    student_engine = ScriptedEngine(lambda request, k: student[request.fields["problem"]][k])
+    use_engines(monkeypatch, {"labeler": scripted(teacher), "student": student_engine})
+    label.run(student_config(tmp_path), tmp_path)
+    kept = read_table(tmp_path, "labeled")
+    rejected = read_parquet(rejected_path(tmp_path, "labeled"))
+    assert kept["problem"].to_list() == ["agreed"]
+    assert kept["student_agreement"].to_list() == [0.25]
+    assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
+        "student lost": "student_disagrees", "tie": "low_consistency",
+    }
+    # the student is asked as in training: the arith tiny policy reads raw text, and only about kept problems
+    assert [request.prompt for request in student_engine.requests] == ["agreed\n", "student lost\n"]
+    assert all(request.messages is None and request.n == 8 for request in student_engine.requests)
+
+
+def test_weak_to_strong_without_an_initial_checkpoint_names_the_command(tmp_path: Path) -> None:
+    write_rated(tmp_path, ["Compute 1+2."])
+    config = labeler_config(weak_to_strong=True)
+    with pytest.raises(UserError, match="sws train initial"):
+        label.run(config, tmp_path)
+    assert not table_path(tmp_path, "labeled").exists()
+
+
+def test_noisy_oracle_labels_are_mostly_right(tmp_path: Path) -> None:
+    problems = [problem.problem for problem in generate_problems(30, seed=5)]
+    write_rated(tmp_path, problems)
+    label.run(noisy_oracle_config(labeler_error=0.3), tmp_path)
+    kept = read_table(tmp_path, "labeled")
+    assert kept.height >= 20
+    right = sum(answer == solve(problem).answer for problem, answer in zip(kept["problem"], kept["answer"], strict=True))
+    assert right / kept.height >= 0.95
+
+
+def test_empty_rated_gives_empty_labeled(tmp_path: Path) -> None:
+    write_rated(tmp_path, [])
+    result = label.run(PipelineConfig(), tmp_path)
+    assert read_table(tmp_path, "labeled").height == 0
+    assert result.info["funnel"]["in"] == 0

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
+
+from sws.artifacts import read_parquet, read_table, rejected_path, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import rate
+from sws.worlds.arith import solve
+
+PROBLEMS = ["Compute 12*13.", "Compute 14*15.", "Compute 16*17.", "Compute 18*19.", "Compute 21*22.",
+            "Compute 23*24."]
+
+
+def write_synthetic(run_dir: Path, problems: list[str]) -> None:
+    n = len(problems)
+    write_table(run_dir, "synthetic", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(n)], "category": ["multiplication"] * n,
+        "concepts": [["multiplication"]] * n, "level": ["medium"] * n, "problem": problems,
+    }, schema={"syn_id": pl.Utf8, "category": pl.Utf8, "concepts": pl.List(pl.Utf8), "level": pl.Utf8,
+               "problem": pl.Utf8}))
+
+
+def judge_saying(verdicts_by_problem: dict[str, list[str]]) -> ScriptedEngine:
+    """A judge whose k-th sample on a problem ends with the k-th scripted verdict line."""
+    return ScriptedEngine(lambda request, k: f"Looks at it carefully.\n{verdicts_by_problem[request.fields['problem']][k]}")
+
+
+def test_keep_rule_counts_unparsed_verdicts_against_the_perfect_share(tmp_path: Path, monkeypatch) -> None:
+    scripted = {
+        PROBLEMS[0]: ["Verdict: perfect", "Verdict: perfect"],
+        PROBLEMS[1]: ["Verdict: perfect", "**Verdict:** acceptable"],
+        PROBLEMS[2]: ["Verdict: acceptable", "Verdict: acceptable"],
+        PROBLEMS[3]: ["Verdict: perfect", "Verdict: bad"],
+        PROBLEMS[4]: ["Verdict: perfect", "I think it is fine."],
+        PROBLEMS[5]: ["No verdict.", "Verdict: splendid"],
+    }
+    write_synthetic(tmp_path, PROBLEMS)
+    use_engines(monkeypatch, {"judge": judge_saying(scripted)})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("judge")]
+    config.synthesize.ratings_per_judge = 2
+    result = rate.run(config, tmp_path)
+    kept = read_table(tmp_path, "rated")
+    rejected = read_parquet(rejected_path(tmp_path, "rated"))
+    assert kept["problem"].to_list() == [PROBLEMS[0], PROBLEMS[1], PROBLEMS[4]]
+    assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
+        PROBLEMS[2]: "low_perfect_ratio", PROBLEMS[3]: "bad_verdict", PROBLEMS[5]: "unparsed_verdicts",
+    }
+    row = kept.filter(pl.col("problem") == PROBLEMS[4]).row(0, named=True)
+    assert row["n_unparsed"] == 1 and row["perfect_ratio"] == 0.5
+    assert json.loads(row["verdicts"]) == {"0:oracle/judge": ["perfect", "unparsed"]}
+    assert result.info["funnel"]["rejected"] == {"bad_verdict": 1, "low_perfect_ratio": 1, "unparsed_verdicts": 1}
+
+
+def test_allow_bad_and_threshold_are_options(tmp_path: Path, monkeypatch) -> None:
+    scripted = {PROBLEMS[0]: ["Verdict: perfect", "Verdict: bad"], PROBLEMS[1]: ["Verdict: acceptable"] * 2}
+    write_synthetic(tmp_path, PROBLEMS[:2])
+    use_engines(monkeypatch, {"judge": judge_saying(scripted)})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("judge")]
+    config.synthesize.ratings_per_judge = 2
+    config.synthesize.allow_bad = True
+    config.synthesize.min_perfect_ratio = 0.0
+    rate.run(config, tmp_path)
+    assert read_table(tmp_path, "rated").height == 2
+
+
+def test_verdicts_are_kept_per_judge(tmp_path: Path, monkeypatch) -> None:
+    write_synthetic(tmp_path, PROBLEMS[:1])
+    strict = ScriptedEngine(lambda request, k: "Verdict: bad")
+    lenient = ScriptedEngine(lambda request, k: "Verdict: perfect")
+    use_engines(monkeypatch, {"strict": strict, "lenient": lenient})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("strict"), scripted_role("lenient")]
+    rate.run(config, tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "rated"))
+    assert json.loads(rejected["verdicts"][0]) == {"0:oracle/strict": ["bad"], "1:oracle/lenient": ["perfect"]}
+    assert strict.requests[0].task == "rate" and set(strict.requests[0].fields) == {"problem"}
+    assert PROBLEMS[0] in strict.requests[0].messages[0]["content"]
+
+
+def test_accurate_oracle_judge_removes_exactly_the_defective_problems(tmp_path: Path) -> None:
+    problems = [*PROBLEMS[:3], "Compute 12*x.", "Compute 17 mod 0.", "Compute 45+12 plus some number."]
+    write_synthetic(tmp_path, problems)
+    rate.run(noisy_oracle_config(judge_error=0.0), tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "rated"))
+    assert sorted(rejected["problem"]) == sorted(problems[3:])
+    assert all(solve(problem).kind == "ill_posed" for problem in rejected["problem"])
+
+
+def test_no_judges_is_a_user_error(tmp_path: Path) -> None:
+    write_synthetic(tmp_path, PROBLEMS[:1])
+    config = PipelineConfig()
+    config.roles.judges = []
+    with pytest.raises(UserError, match="roles.judges"):
+        rate.run(config, tmp_path)
+
+
+def test_missing_synthetic_names_the_command(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="sws synthesize --steps generate"):
+        rate.run(PipelineConfig(), tmp_path)

@@ -1,0 +1,138 @@
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from sws.artifacts import read_manifest, read_table, write_table
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import train as stage
+from sws.worlds.arith import generate_problems
+from sws.worlds.arith.policy import build_policy
+
+SWS = str(Path(sys.executable).parent / "sws")
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory):
+    return build_policy(tmp_path_factory.mktemp("policy") / "tiny")
+
+
+def quick_config(tiny_policy, **train):
+    return PipelineConfig.model_validate({"train": {
+        "init_model": str(tiny_policy), "initial_steps": 3, "augmented_steps": 2, "batch_size": 2,
+        "num_generations": 4, "max_completion_length": 8, "save_steps": 2, **train,
+    }})
+
+
+def write_seed_problems(run_dir, name="problems", n=16):
+    problems = generate_problems(n, seed=1)
+    write_table(run_dir, name, pl.DataFrame({
+        "problem_id": [f"{name}-{index}" for index in range(n)],
+        "problem": [problem.problem for problem in problems],
+        "answer": [problem.answer for problem in problems],
+        "category": [problem.category for problem in problems],
+        "source": ["seed"] * n,
+    }))
+
+
+def test_augmented_and_baseline_need_the_initial_checkpoint(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+    write_seed_problems(tmp_path, "augmented")
+
+    for kind in ("augmented", "baseline"):
+        with pytest.raises(UserError, match="sws train initial"):
+            stage.run(quick_config(tiny_policy), tmp_path, kind=kind)
+    assert not (tmp_path / "train").exists()
+
+
+def test_outside_the_arith_world_the_initial_model_must_be_named(tmp_path):
+    write_seed_problems(tmp_path)
+    cfg = PipelineConfig.model_validate({"world": "math"})
+
+    with pytest.raises(UserError, match="'train.init_model' is empty"):
+        stage.run(cfg, tmp_path, kind="initial")
+
+
+def test_the_verl_trainer_is_not_run_in_process(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+
+    with pytest.raises(UserError, match="'train.trainer' is 'verl'"):
+        stage.run(quick_config(tiny_policy, trainer="verl"), tmp_path, kind="initial")
+
+
+def test_the_baseline_trains_as_long_as_the_augmented_run_unless_told_otherwise(tiny_policy):
+    assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7), "baseline") == 7
+    assert stage.training_steps(quick_config(tiny_policy, baseline_steps=5), "baseline") == 5
+    assert stage.training_steps(quick_config(tiny_policy, initial_steps=9), "initial") == 9
+
+
+@pytest.mark.slow
+def test_initial_then_augmented_and_baseline_runs_write_their_artifacts(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+    write_seed_problems(tmp_path, "augmented", n=20)
+    cfg = quick_config(tiny_policy)
+
+    initial = stage.run(cfg, tmp_path, kind="initial")
+    skipped = stage.run(cfg, tmp_path, kind="initial")
+    augmented = stage.run(cfg, tmp_path, kind="augmented")
+    baseline = stage.run(cfg, tmp_path, kind="baseline")
+
+    rollouts = read_table(tmp_path, "rollouts")
+    assert rollouts["step"].to_list() == [1, 1, 2, 2, 3, 3]
+    assert set(rollouts["problem_id"]) <= {f"problems-{index}" for index in range(16)}
+    assert skipped.skipped and not initial.skipped
+    for kind, result in (("augmented", augmented), ("baseline", baseline)):
+        assert (tmp_path / "train" / kind / "final" / "model.safetensors").is_file()
+        assert read_table(tmp_path, f"train/{kind}/curve")["step"].to_list() == [1, 2]
+        assert result.info["steps"] == 2
+    assert set(read_table(tmp_path, "train/augmented/rollouts")["problem_id"]) <= {
+        f"augmented-{index}" for index in range(20)
+    }
+    assert set(read_table(tmp_path, "train/baseline/rollouts")["problem_id"]) <= {
+        f"problems-{index}" for index in range(16)
+    }
+
+
+@pytest.mark.slow
+def test_a_killed_training_run_resumes_and_logs_every_rollout_exactly_once(tmp_path, tiny_policy):
+    run_dir = tmp_path / "run"
+    write_seed_problems(run_dir)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml.safe_dump(quick_config(tiny_policy, initial_steps=12, save_steps=3)
+                                       .model_dump(mode="json")))
+    first_checkpoint = run_dir / "train" / "initial" / "checkpoints" / "checkpoint-3" / "trainer_state.json"
+
+    process = subprocess.Popen([SWS, "--quiet", "train", "initial", "--run", str(run_dir), "--config", str(pipeline)])
+    deadline = time.monotonic() + 300
+    while not first_checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next steps, whose rollouts are not checkpointed yet
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert first_checkpoint.exists()
+    assert not (run_dir / "train" / "initial" / "final").exists()
+
+    subprocess.run([SWS, "--quiet", "train", "initial", "--run", str(run_dir)], check=True)
+
+    rollouts = read_table(run_dir, "rollouts")
+    assert rollouts.group_by("step").len().sort("step").rows() == [(step, 2) for step in range(1, 13)]
+    assert rollouts.select("step", "problem_id").is_duplicated().sum() == 0
+    manifest = read_manifest(run_dir, "train_initial")
+    assert manifest["info"]["resumed_from_step"] >= 3
+    assert (run_dir / "train" / "initial" / "final" / "model.safetensors").is_file()
+    assert read_table(run_dir, "train/initial/curve")["step"].to_list() == list(range(1, 13))
+    assert json.loads((run_dir / "train" / "initial" / "job.json").read_text())["steps"] == 12
+
+
+def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
+    result = subprocess.run([SWS, "train", "final", "--run", str(tmp_path)], capture_output=True, text=True)
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline"

@@ -1,0 +1,184 @@
+import json
+
+import polars as pl
+import pytest
+
+from sws.artifacts import (
+    SCHEMAS,
+    StageResult,
+    atomic_write,
+    check_schema,
+    empty_table,
+    manifest_path,
+    read_manifest,
+    read_parquet,
+    read_table,
+    rejected_path,
+    run_stage,
+    table_path,
+    write_rejected,
+    write_table,
+)
+from sws.errors import UserError
+
+
+def problems(n: int = 2) -> pl.DataFrame:
+    return pl.DataFrame({
+        "problem_id": [f"p{i}" for i in range(n)], "problem": [f"Compute {i}+1." for i in range(n)],
+        "answer": [str(i + 1) for i in range(n)], "category": ["addition"] * n, "source": ["seed"] * n,
+    })
+
+
+# ---------------------------------------------------------------- schemas
+
+
+def test_a_table_with_every_key_column_passes_and_keeps_its_extra_columns(tmp_path):
+    table = problems().with_columns(pl.lit(3.0).alias("difficulty"))
+    write_table(tmp_path, "problems", table)
+    assert read_table(tmp_path, "problems").equals(table)
+
+
+def test_a_missing_column_names_the_file_the_column_and_the_expected_type(tmp_path):
+    with pytest.raises(UserError) as error:
+        write_table(tmp_path, "problems", problems().drop("answer"))
+    message = str(error.value)
+    assert str(table_path(tmp_path, "problems")) in message
+    assert "'answer'" in message and "String" in message
+    assert not table_path(tmp_path, "problems").exists()
+
+
+def test_a_mistyped_column_names_both_types(tmp_path):
+    path = table_path(tmp_path, "rollouts")
+    pl.DataFrame({"step": ["1"], "problem_id": ["p0"], "n": [8], "n_correct": [3]}).write_parquet(path)
+    with pytest.raises(UserError, match=r"rollouts\.parquet: column 'step' has type String, expected Int64"):
+        read_table(tmp_path, "rollouts")
+
+
+def test_an_empty_table_with_untyped_columns_is_accepted():
+    check_schema(pl.DataFrame({column: [] for column in SCHEMAS["problems"]}), "problems", "x")
+    check_schema(empty_table("weakness"), "weakness", "x")
+
+
+def test_a_missing_artifact_names_the_command_that_makes_it(tmp_path):
+    with pytest.raises(UserError, match=r"run `sws identify --run .*` first"):
+        read_table(tmp_path, "weakness")
+
+
+def test_an_unreadable_parquet_file_is_a_user_error(tmp_path):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"not parquet at all")
+    with pytest.raises(UserError, match="not a readable Parquet file"):
+        read_parquet(path)
+
+
+def test_rejected_rows_need_a_reason(tmp_path):
+    with pytest.raises(ValueError):
+        write_rejected(tmp_path, "problems", problems())
+    written = write_rejected(tmp_path, "problems", problems().with_columns(pl.lit("duplicate").alias("reject_reason")))
+    assert written == rejected_path(tmp_path, "problems")
+    assert pl.read_parquet(written)["reject_reason"].to_list() == ["duplicate", "duplicate"]
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
+    path = tmp_path / "table.txt"
+    path.write_text("old")
+
+    def half_written(tmp):
+        tmp.write_text("new but incomplete")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(path, half_written)
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["table.txt"]
+
+
+def test_a_write_creates_missing_folders_and_replaces_the_file(tmp_path):
+    path = tmp_path / "a" / "b" / "out.txt"
+    atomic_write(path, lambda tmp: tmp.write_text("one"))
+    atomic_write(path, lambda tmp: tmp.write_text("two"))
+    assert path.read_text() == "two"
+    assert [p.name for p in path.parent.iterdir()] == ["out.txt"]
+
+
+# ---------------------------------------------------------------- manifests, skip and --force
+
+
+class CountingStage:
+    """A stage body that copies an input file into an output and counts its runs."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.input = run_dir / "input.txt"
+        self.output = run_dir / "output.txt"
+        self.input.parent.mkdir(parents=True, exist_ok=True)
+        self.input.write_text("v1")
+        self.runs = 0
+
+    def body(self) -> StageResult:
+        self.runs += 1
+        self.output.write_text(self.input.read_text())
+        return StageResult("copy", rows={"output": 1}, info={"runs": self.runs})
+
+    def run(self, config=None, force=False) -> StageResult:
+        return run_stage(self.run_dir, "copy", config=config or {"x": 1}, inputs=[self.input],
+                         outputs=[self.output], body=self.body, force=force)
+
+
+def test_a_stage_runs_once_then_is_skipped_while_nothing_changed(tmp_path):
+    stage = CountingStage(tmp_path)
+    first = stage.run()
+    second = stage.run()
+    assert (first.skipped, second.skipped, stage.runs) == (False, True, 1)
+    assert second.rows == {"output": 1}
+
+
+def test_force_reruns_a_current_stage(tmp_path):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    assert not stage.run(force=True).skipped
+    assert stage.runs == 2
+
+
+@pytest.mark.parametrize("change", ["config", "input", "missing output"])
+def test_a_change_of_config_input_or_outputs_reruns_the_stage(tmp_path, change):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    config = {"x": 1}
+    if change == "config":
+        config = {"x": 2}
+    elif change == "input":
+        stage.input.write_text("v2")
+    else:
+        stage.output.unlink()
+    assert not stage.run(config=config).skipped
+    assert stage.runs == 2
+
+
+def test_the_manifest_records_hash_inputs_rows_seconds_and_versions(tmp_path):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    manifest = json.loads(manifest_path(tmp_path, "copy").read_text())
+    assert set(manifest) >= {"config_hash", "inputs", "outputs", "rows", "seconds", "versions", "info"}
+    assert list(manifest["inputs"]) == ["input.txt"]
+    assert manifest["rows"] == {"output": 1}
+    assert "polars" in manifest["versions"]
+
+
+def test_a_failing_stage_writes_no_manifest(tmp_path):
+    def broken() -> StageResult:
+        raise UserError("bad input")
+
+    with pytest.raises(UserError):
+        run_stage(tmp_path, "broken", config={}, inputs=[], outputs=[tmp_path / "out"], body=broken)
+    assert read_manifest(tmp_path, "broken") is None
+
+
+def test_a_corrupt_manifest_means_the_stage_is_not_done(tmp_path):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    manifest_path(tmp_path, "copy").write_text("{not json")
+    assert not stage.run().skipped

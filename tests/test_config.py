@@ -1,0 +1,96 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sws.config import (
+    PipelineConfig,
+    load_config,
+    load_run_config,
+    parse_config,
+    run_config_path,
+    save_run_config,
+    with_overrides,
+)
+from sws.errors import UserError
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_an_empty_pipeline_file_gives_the_defaults(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    assert load_config(path) == PipelineConfig()
+
+
+def test_a_pipeline_file_sets_nested_fields(tmp_path):
+    path = write_yaml(tmp_path / "p.yaml", {"seed": 3, "identify": {"max_acc": 0.25},
+                                            "roles": {"judges": [{"engine": "openai", "model": "m"}]}})
+    config = load_config(path)
+    assert (config.seed, config.identify.max_acc) == (3, 0.25)
+    assert config.roles.judges[0].engine == "openai"
+    assert config.identify.max_slope == 0.0  # untouched fields keep their defaults
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [({"identfy": {}}, "identfy"), ({"identify": {"max_accuracy": 0.5}}, "identify.max_accuracy"),
+     ({"roles": {"judges": [{"engine": "oracle", "temp": 1}]}}, "roles.judges.0.temp")],
+)
+def test_an_unknown_key_is_an_error_that_names_it(tmp_path, data, key):
+    path = write_yaml(tmp_path / "p.yaml", data)
+    with pytest.raises(UserError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert message.startswith(str(path)) and f"unknown key '{key}'" in message
+    assert "\n" not in message
+
+
+def test_a_value_of_the_wrong_type_names_the_field(tmp_path):
+    path = write_yaml(tmp_path / "p.yaml", {"identify": {"max_acc": "half"}})
+    with pytest.raises(UserError, match=r"field 'identify\.max_acc'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(("text", "phrase"), [("seed: [1\n", "not valid YAML"), ("- 1\n- 2\n", "mapping")])
+def test_malformed_yaml_is_a_one_line_error(tmp_path, text, phrase):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=phrase) as error:
+        load_config(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_pipeline_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="pipeline file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_overrides_set_dotted_paths_and_ignore_none():
+    config = with_overrides(PipelineConfig(), {"identify.max_acc": 0.3, "identify.strict": None, "seed": 7})
+    assert (config.identify.max_acc, config.identify.strict, config.seed) == (0.3, False, 7)
+
+
+def test_an_override_of_an_unknown_field_is_an_error():
+    with pytest.raises(UserError, match="command-line options: unknown key 'identify.max_accuracy'"):
+        with_overrides(PipelineConfig(), {"identify.max_accuracy": 0.3})
+
+
+def test_run_config_comes_from_the_pipeline_then_the_run_then_defaults(tmp_path):
+    run_dir = tmp_path / "run"
+    assert load_run_config(run_dir) == PipelineConfig()
+    save_run_config(run_dir, PipelineConfig(seed=5))
+    assert load_run_config(run_dir).seed == 5
+    pipeline = write_yaml(tmp_path / "p.yaml", {"seed": 9})
+    assert load_run_config(run_dir, pipeline).seed == 9
+    assert load_run_config(run_dir, pipeline, {"seed": 11}).seed == 11
+
+
+def test_a_saved_config_reads_back_equal(tmp_path):
+    config = PipelineConfig(seed=2).model_copy(update={"prepare": parse_config(
+        {"prepare": {"input": "x.json", "categories": ["Algebra"]}}, "test").prepare})
+    save_run_config(tmp_path, config)
+    assert load_config(run_config_path(tmp_path)) == config

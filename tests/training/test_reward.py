@@ -1,0 +1,53 @@
+from types import SimpleNamespace
+
+import pytest
+
+from sws.training.reward import CorrectnessReward, completion_text, grade_completions
+from sws.training.rollout_log import RolloutLog
+
+
+def test_integer_answers_are_compared_as_numbers():
+    answers = ["12", "12", "-7", "40", "5"]
+    completions = ["\\boxed{12}", "\\boxed{13}", "\\boxed{-07}", "so \\boxed{+40}", "5"]
+
+    assert grade_completions(answers, completions) == [True, False, True, True, False]
+
+
+def test_a_completion_without_a_final_answer_is_wrong():
+    assert grade_completions(["3", "3"], ["\\boxed{", ""]) == [False, False]
+
+
+def test_non_integer_answers_are_graded_by_equivalence():
+    answers = ["\\frac{1}{2}", "\\frac{1}{2}", "x^2+1"]
+    completions = ["\\boxed{0.5}", "\\boxed{\\frac{1}{3}}", "The answer is \\boxed{1 + x^2}."]
+
+    assert grade_completions(answers, completions) == [True, False, True]
+
+
+def test_chat_completions_are_read_as_their_message_text():
+    assert completion_text([{"role": "assistant", "content": "\\boxed{4}"}]) == "\\boxed{4}"
+    assert completion_text("\\boxed{4}") == "\\boxed{4}"
+
+
+def test_reward_logs_one_row_per_rollout_group_under_the_step_it_feeds(tmp_path):
+    log = RolloutLog(tmp_path / "rollouts")
+    reward = CorrectnessReward(log, group_size=3)
+    completions = ["\\boxed{2}", "\\boxed{3}", "\\boxed{2}", "\\boxed{9}", "\\boxed{9}", "\\boxed{9}"]
+
+    rewards = reward(
+        prompts=["1+1\n"] * 3 + ["3*3\n"] * 3, completions=completions,
+        answer=["2"] * 3 + ["9"] * 3, problem_id=["a"] * 3 + ["b"] * 3,
+        trainer_state=SimpleNamespace(global_step=4),
+    )
+    log.flush()
+
+    assert rewards == [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    assert log.table().rows() == [(5, "a", 3, 2), (5, "b", 3, 3)]
+
+
+def test_reward_refuses_groups_that_mix_problems(tmp_path):
+    reward = CorrectnessReward(RolloutLog(tmp_path / "rollouts"), group_size=2)
+
+    with pytest.raises(RuntimeError, match="mixes problems"):
+        reward(prompts=["x"] * 2, completions=["\\boxed{1}"] * 2, answer=["1", "1"], problem_id=["a", "b"],
+               trainer_state=SimpleNamespace(global_step=0))

@@ -1,0 +1,137 @@
+import json
+
+import polars as pl
+import pytest
+from transformers import AutoModelForCausalLM
+
+from sws.config import TrainConfig
+from sws.errors import UserError
+from sws.training import TrainJob, train
+from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
+from sws.worlds.arith import generate_problems
+from sws.worlds.arith.policy import build_policy
+
+SETTINGS = TrainConfig(batch_size=2, num_generations=4, max_completion_length=8, save_steps=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory):
+    return build_policy(tmp_path_factory.mktemp("policy") / "tiny")
+
+
+def make_job(out_dir, init_model, steps=4, identity="job-a", n_problems=12):
+    problems = generate_problems(n_problems, seed=3)
+    return TrainJob(
+        name="test",
+        problems=pl.DataFrame({
+            "problem_id": [f"p{index}" for index in range(len(problems))],
+            "problem": [problem.problem for problem in problems],
+            "answer": [problem.answer for problem in problems],
+        }),
+        init_model=init_model, out_dir=out_dir, steps=steps, world="arith", seed=0, identity=identity,
+        config_file=out_dir / "config.yaml",
+    )
+
+
+def test_grpo_config_maps_train_settings_and_passes_extra_fields_through(tmp_path):
+    cfg = SETTINGS.model_copy(update={"extra": {"lr_scheduler_type": "constant", "max_grad_norm": 0.5}})
+
+    args = grpo_config(make_job(tmp_path, tmp_path), cfg)
+
+    assert args.per_device_train_batch_size == 8  # 2 problems x 4 generations
+    assert args.num_generations == 4
+    assert args.max_steps == 4
+    assert args.use_cpu and not args.bf16
+    assert args.lr_scheduler_type == "constant" and args.max_grad_norm == 0.5
+    assert args.report_to == [] or args.report_to == "none"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"lerning_rate": 1.0}, "'train.extra.lerning_rate' is not a trl.GRPOConfig field"),
+    ({"max_steps": 9}, "'train.extra.max_steps' is set by sws"),
+])
+def test_grpo_config_rejects_unknown_or_managed_extra_fields_before_writing(tmp_path, extra, message):
+    with pytest.raises(UserError, match=message):
+        grpo_config(make_job(tmp_path / "out", tmp_path), SETTINGS.model_copy(update={"extra": extra}))
+    assert not (tmp_path / "out").exists()
+
+
+def test_training_curve_keeps_one_row_per_logged_step():
+    history = [
+        {"step": 1, "reward": 0.25, "reward_std": 0.1, "loss": 0.0, "completions/mean_length": 7.0, "step_time": 0.2},
+        {"step": 2, "reward": 0.5, "reward_std": 0.2, "loss": 0.1, "kl": 0.01},
+        {"step": 2, "train_runtime": 3.0, "train_loss": 0.05},
+    ]
+
+    curve = training_curve(history)
+
+    assert curve["step"].to_list() == [1, 2]
+    assert curve["reward"].to_list() == [0.25, 0.5]
+    assert curve["completion_length"].to_list() == [7.0, None]
+    assert curve["kl"].to_list() == [None, 0.01]
+
+
+def test_latest_checkpoint_skips_checkpoints_cut_short(tmp_path):
+    for step, complete in ((2, True), (4, True), (6, False)):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+
+    assert latest_checkpoint(tmp_path) == (tmp_path / "checkpoint-4", 4)
+    assert latest_checkpoint(tmp_path / "none") == (None, 0)
+
+
+def test_the_trainer_reads_prompts_one_character_per_token(tiny_policy):
+    tokenizer = load_tokenizer(tiny_policy)
+    text = "Compute 4 + 5.\n"
+
+    ids = tokenizer(text)["input_ids"]
+
+    assert len(ids) == len(text)
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.padding_side == "left"
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_policy, tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("train") / "initial"
+    return out_dir, train(make_job(out_dir, tiny_policy), SETTINGS)
+
+
+@pytest.mark.slow
+def test_training_writes_a_loadable_model_and_one_rollout_row_per_group(trained):
+    out_dir, outcome = trained
+
+    assert outcome.final_dir == out_dir / "final"
+    AutoModelForCausalLM.from_pretrained(outcome.final_dir)
+    assert load_tokenizer(outcome.final_dir).decode(load_tokenizer(outcome.final_dir)("7 mod 2\n")["input_ids"]) \
+        == "7 mod 2\n"
+    rollouts = outcome.rollouts
+    assert rollouts.group_by("step").len().sort("step").rows() == [(1, 2), (2, 2), (3, 2), (4, 2)]
+    assert set(rollouts["n"].to_list()) == {4}
+    assert outcome.curve["step"].to_list() == [1, 2, 3, 4]
+    assert outcome.resumed_from_step == 0
+
+
+@pytest.mark.slow
+def test_rerunning_a_finished_job_resumes_at_its_end_and_logs_nothing_twice(trained, tiny_policy):
+    out_dir, first = trained
+
+    again = train(make_job(out_dir, tiny_policy), SETTINGS)
+
+    assert again.resumed_from_step == 4
+    assert again.rollouts.equals(first.rollouts)
+    assert again.curve["step"].to_list() == [1, 2, 3, 4]
+
+
+@pytest.mark.slow
+def test_another_job_in_the_same_folder_starts_over(tiny_policy, tmp_path):
+    out_dir = tmp_path / "initial"
+    train(make_job(out_dir, tiny_policy, steps=2), SETTINGS)
+
+    other = train(make_job(out_dir, tiny_policy, steps=2, identity="job-b"), SETTINGS)
+    forced = train(make_job(out_dir, tiny_policy, steps=2, identity="job-b"), SETTINGS, force=True)
+
+    assert other.resumed_from_step == 0 and forced.resumed_from_step == 0
+    assert other.rollouts["step"].to_list() == [1, 1, 2, 2]
+    assert json.loads((out_dir / "job.json").read_text())["identity"] == "job-b"
