@@ -59,6 +59,12 @@ def bare_seconds_per_step(job: TrainJob, cfg: TrainConfig) -> float:
     return (time.perf_counter() - started) / job.steps
 
 
+def bench_job(kind: str, round_index: int, policy: Path, problems: pl.DataFrame, scratch: Path) -> TrainJob:
+    out_dir = scratch / f"{kind}-{round_index}"
+    return TrainJob(name=kind, problems=problems, init_model=policy, out_dir=out_dir, steps=STEPS, world="arith",
+                    seed=round_index, identity=kind, config_file=out_dir / "config.yaml")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     ui.set_quiet(True)
@@ -68,13 +74,9 @@ def main() -> None:
     bare, through_sws = [], []
     with tempfile.TemporaryDirectory() as scratch:
         for round_index in range(ROUNDS):
-            def job(kind: str) -> TrainJob:
-                out_dir = Path(scratch) / f"{kind}-{round_index}"
-                return TrainJob(name=kind, problems=problems, init_model=policy, out_dir=out_dir, steps=STEPS,
-                                world="arith", seed=round_index, identity=kind, config_file=out_dir / "config.yaml")
-
-            bare.append(bare_seconds_per_step(job("bare"), cfg))
-            through_sws.append(train(job("sws"), cfg).seconds_per_step)
+            bare.append(bare_seconds_per_step(bench_job("bare", round_index, policy, problems, Path(scratch)), cfg))
+            outcome = train(bench_job("sws", round_index, policy, problems, Path(scratch)), cfg)
+            through_sws.append(outcome.seconds_per_step)
             print(f"round {round_index + 1}: bare {bare[-1]:.3f} s/step, sws {through_sws[-1]:.3f} s/step",
                   file=sys.stderr)
     ratio = statistics.median(through_sws) / statistics.median(bare)

@@ -112,7 +112,7 @@ def ingest(
         Path | None, typer.Option(help="verl trainer.rollout_data_dir: one <step>.jsonl per training step.")
     ] = None,
     acc_records: Annotated[
-        Path | None, typer.Option(help="SwS trainer's acc_records.json: {\"train\": {\"<index>\": [acc, ...]}}.")
+        Path | None, typer.Option(help="SwS trainer's acc_records.json: {\"train\": {\"<index>\": list of accuracies}}.")
     ] = None,
     seed_file: Annotated[
         Path | None,

@@ -32,6 +32,7 @@ CORRECT_SCORE = 0.5
 MAX_ROLLOUTS_PER_RECORD = 1024
 TEXT_FIELDS = ("problem", "question", "prompt")
 _VERL_FIELDS = ("step", "problem_id", "index", "input", "acc", "score")
+_ACC_SCHEMA = {"index": pl.Int64, "step": pl.Int64, "n": pl.Int64, "n_correct": pl.Int64}
 
 
 # ---------------------------------------------------------------- matching prompts to problems
@@ -206,9 +207,9 @@ def rollouts_from_verl_dumps(
     lines = lines.join(index_ids.rename({"problem_id": "id_of_index"}), on="index", how="left")
     by_text = pl.col("problem_id").is_null() & pl.col("index").is_null()
     prompts = lines.filter(by_text)["input"].drop_nulls().unique()
-    matcher = matcher_for(problems)
+    matcher = matcher_for(problems) if prompts.len() else None
     id_of_prompt = pl.DataFrame(
-        {"input": prompts, "id_of_prompt": [matcher.match(prompt) for prompt in prompts]},
+        {"input": prompts, "id_of_prompt": [matcher.match(prompt) for prompt in prompts] if matcher else []},
         schema={"input": pl.Utf8, "id_of_prompt": pl.Utf8},
     )
     lines = lines.join(id_of_prompt, on="input", how="left").with_columns(
@@ -268,8 +269,6 @@ def read_acc_records(path: Path) -> pl.DataFrame:
                             schema=_ACC_SCHEMA, orient="row")
     return pl.DataFrame([(index, step, n, int(f * n)) for index, step, f in rows], schema=_ACC_SCHEMA, orient="row")
 
-
-_ACC_SCHEMA = {"index": pl.Int64, "step": pl.Int64, "n": pl.Int64, "n_correct": pl.Int64}
 
 
 def _is_accuracy(value: Any) -> bool:

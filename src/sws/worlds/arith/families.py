@@ -88,6 +88,10 @@ def _add_one_digit(rng: random.Random) -> Node:
     return _pair("+", rng.randint(1, 9), rng.randint(1, 9))
 
 
+def _add_two_and_one(rng: random.Random) -> Node:
+    return _pair("+", *_swap(rng, rng.randint(10, 89), rng.randint(1, 9)))
+
+
 def _add_no_carry(rng: random.Random) -> Node:
     a, b = _until(lambda: (rng.randint(10, 89), rng.randint(10, 89)), lambda a, b: not has_carry(a, b))
     return _pair("+", a, b)
@@ -98,13 +102,8 @@ def _add_carry(rng: random.Random) -> Node:
     return _pair("+", a, b)
 
 
-def _add_three_digit(rng: random.Random) -> Node:
-    a, b = _until(lambda: (rng.randint(100, 999), rng.randint(10, 999)), has_carry)
-    return _pair("+", *_swap(rng, a, b))
-
-
 def _add_three_terms(rng: random.Random) -> Node:
-    return _chain([rng.randint(10, 99) for _ in range(3)], ["+", "+"])
+    return _chain([rng.randint(1, 9) for _ in range(3)], ["+", "+"])
 
 
 def _sub_one_digit(rng: random.Random) -> Node:
@@ -128,34 +127,30 @@ def _sub_borrow(rng: random.Random) -> Node:
     return _pair("-", a, b)
 
 
-def _sub_three_digit(rng: random.Random) -> Node:
-    a, b = _until(lambda: (rng.randint(100, 999), rng.randint(10, 899)), lambda a, b: a > b and has_borrow(a, b))
-    return _pair("-", a, b)
+def _mul_small(rng: random.Random) -> Node:
+    return _pair("*", rng.randint(2, 5), rng.randint(2, 5))
 
 
 def _mul_table(rng: random.Random) -> Node:
-    return _pair("*", rng.randint(2, 9), rng.randint(2, 9))
+    a, b = _until(lambda: (rng.randint(2, 9), rng.randint(2, 9)), lambda a, b: max(a, b) >= 6)
+    return _pair("*", a, b)
+
+
+def _mul_tens(rng: random.Random) -> Node:
+    return _pair("*", *_swap(rng, 10 * rng.randint(1, 9), rng.randint(2, 9)))
 
 
 def _mul_by_digit(rng: random.Random) -> Node:
-    return _pair("*", *_swap(rng, rng.randint(11, 99), rng.randint(2, 9)))
-
-
-def _mul_two_digit(rng: random.Random) -> Node:
-    return _pair("*", rng.randint(11, 40), rng.randint(11, 40))
-
-
-def _mul_three_by_digit(rng: random.Random) -> Node:
-    return _pair("*", rng.randint(100, 999), rng.randint(2, 9))
+    return _pair("*", *_swap(rng, rng.randint(11, 30), rng.randint(2, 9)))
 
 
 def _mod_small(rng: random.Random) -> Node:
     divisor = rng.randint(2, 5)
-    return _pair("mod", rng.randint(divisor + 1, 30), divisor)
+    return _pair("mod", rng.randint(divisor + 1, 20), divisor)
 
 
 def _mod_two_digit(rng: random.Random) -> Node:
-    return _pair("mod", rng.randint(31, 99), rng.randint(3, 9))
+    return _pair("mod", rng.randint(21, 99), rng.randint(3, 9))
 
 
 def _mod_divisible(rng: random.Random) -> Node:
@@ -168,7 +163,7 @@ def _mod_large(rng: random.Random) -> Node:
 
 
 def _prec_add_mul(rng: random.Random) -> Node:
-    product = _pair("*", rng.randint(2, 9), rng.randint(2, 9))
+    product = _pair("*", rng.randint(2, 5), rng.randint(2, 5))
     addend = Num(rng.randint(1, 9))
     return BinOp("+", addend, product) if rng.random() < 0.5 else BinOp("+", product, addend)
 
@@ -194,7 +189,7 @@ def _prec_two_products(rng: random.Random) -> Node:
 
 
 def _prec_two_digit(rng: random.Random) -> Node:
-    return BinOp("+", Num(rng.randint(10, 99)), _pair("*", rng.randint(2, 9), rng.randint(10, 30)))
+    return BinOp("+", Num(rng.randint(10, 99)), _pair("*", rng.randint(2, 9), rng.randint(2, 9)))
 
 
 def _chain_three(rng: random.Random) -> Node:
@@ -202,39 +197,35 @@ def _chain_three(rng: random.Random) -> Node:
 
 
 def _chain_four(rng: random.Random) -> Node:
-    return _mixed_chain(rng, 4, 1, 20)
+    return _mixed_chain(rng, 4, 1, 12)
 
 
 def _chain_parens(rng: random.Random) -> Node:
-    inner = _pair("+", rng.randint(1, 20), rng.randint(1, 20), parenthesized=True)
-    return BinOp("-", Num(rng.randint(inner.left.value + inner.right.value, 99)), inner)
+    inner = _pair("+", rng.randint(1, 9), rng.randint(1, 9), parenthesized=True)
+    return BinOp("-", Num(rng.randint(inner.left.value + inner.right.value, 40)), inner)
 
 
 def _chain_five(rng: random.Random) -> Node:
-    return _mixed_chain(rng, 5, 10, 60)
+    return _mixed_chain(rng, 5, 1, 20)
 
 
 _DIGITS_2 = (c.TWO_DIGIT, c.PLACE_VALUE)
 FAMILIES: tuple[Family, ...] = (
     Family("add_one_digit", "addition", "easy", (c.ADDITION, c.ONE_DIGIT), _add_one_digit),
-    Family("add_no_carry", "addition", "easy", (c.ADDITION, *_DIGITS_2), _add_no_carry),
-    Family("add_carry", "addition", "medium", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry),
-    Family("add_three_digit", "addition", "hard", (c.ADDITION, c.CARRYING, c.THREE_DIGIT, c.PLACE_VALUE),
-           _add_three_digit),
-    Family("add_three_terms", "addition", "hard", (c.ADDITION, c.THREE_ADDENDS, *_DIGITS_2), _add_three_terms),
+    Family("add_two_and_one", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_two_and_one),
+    Family("add_no_carry", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_no_carry),
+    Family("add_carry", "addition", "hard", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry),
+    Family("add_three_terms", "addition", "hard", (c.ADDITION, c.THREE_ADDENDS, c.ONE_DIGIT), _add_three_terms),
     Family("sub_one_digit", "subtraction", "easy", (c.SUBTRACTION, c.ONE_DIGIT), _sub_one_digit),
-    Family("sub_small", "subtraction", "easy", (c.SUBTRACTION, *_DIGITS_2), _sub_small),
+    Family("sub_small", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_small),
     Family("sub_two_digit", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_two_digit),
-    Family("sub_borrow", "subtraction", "medium", (c.SUBTRACTION, c.BORROWING, *_DIGITS_2), _sub_borrow),
-    Family("sub_three_digit", "subtraction", "hard", (c.SUBTRACTION, c.BORROWING, c.THREE_DIGIT, c.PLACE_VALUE),
-           _sub_three_digit),
-    Family("mul_table", "multiplication", "easy", (c.MULTIPLICATION, c.TIMES_TABLE, c.ONE_DIGIT), _mul_table),
-    Family("mul_by_digit", "multiplication", "medium", (c.MULTIPLICATION, c.BY_ONE_DIGIT, *_DIGITS_2),
+    Family("sub_borrow", "subtraction", "hard", (c.SUBTRACTION, c.BORROWING, *_DIGITS_2), _sub_borrow),
+    Family("mul_small", "multiplication", "easy", (c.MULTIPLICATION, c.TIMES_TABLE, c.ONE_DIGIT), _mul_small),
+    Family("mul_table", "multiplication", "medium", (c.MULTIPLICATION, c.TIMES_TABLE, c.ONE_DIGIT), _mul_table),
+    Family("mul_tens", "multiplication", "medium", (c.MULTIPLICATION, c.MULTIPLES_OF_TEN, c.BY_ONE_DIGIT,
+           *_DIGITS_2), _mul_tens),
+    Family("mul_by_digit", "multiplication", "hard", (c.MULTIPLICATION, c.BY_ONE_DIGIT, *_DIGITS_2),
            _mul_by_digit),
-    Family("mul_two_digit", "multiplication", "hard", (c.MULTIPLICATION, c.MULTI_DIGIT_PRODUCT, *_DIGITS_2),
-           _mul_two_digit),
-    Family("mul_three_by_digit", "multiplication", "hard",
-           (c.MULTIPLICATION, c.BY_ONE_DIGIT, c.THREE_DIGIT, c.PLACE_VALUE), _mul_three_by_digit),
     Family("mod_small", "remainders", "easy", (c.DIVISION, c.REMAINDER, c.TIMES_TABLE), _mod_small),
     Family("mod_two_digit", "remainders", "medium", (c.DIVISION, c.REMAINDER, c.TIMES_TABLE, c.TWO_DIGIT),
            _mod_two_digit),
@@ -258,8 +249,8 @@ FAMILIES: tuple[Family, ...] = (
            c.SUBTRACTION), _chain_four),
     Family("chain_parens", "multi_step", "medium", (c.MULTI_STEP, c.PARENTHESES, c.SUBTRACTION, c.ADDITION),
            _chain_parens),
-    Family("chain_five", "multi_step", "hard", (c.MULTI_STEP, c.LEFT_TO_RIGHT, c.RUNNING_TOTAL, c.TWO_DIGIT),
-           _chain_five),
+    Family("chain_five", "multi_step", "hard", (c.MULTI_STEP, c.LEFT_TO_RIGHT, c.RUNNING_TOTAL, c.ADDITION,
+           c.SUBTRACTION), _chain_five),
 )
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
 

@@ -106,7 +106,8 @@ def _operation_concepts(op: BinOp) -> list[str]:
         return [c.SUBTRACTION] + ([c.BORROWING] if left >= right >= 0 and has_borrow(left, right) else [])
     if op.op == "*":
         small = (abs(left) < 10) + (abs(right) < 10)
-        return [c.MULTIPLICATION, {2: c.TIMES_TABLE, 1: c.BY_ONE_DIGIT, 0: c.MULTI_DIGIT_PRODUCT}[small]]
+        tags = [c.MULTIPLICATION, {2: c.TIMES_TABLE, 1: c.BY_ONE_DIGIT, 0: c.MULTI_DIGIT_PRODUCT}[small]]
+        return tags + ([c.MULTIPLES_OF_TEN] if any(v and v % 10 == 0 for v in (left, right)) else [])
     tags = [c.DIVISION, c.REMAINDER]
     if left % right == 0:
         tags.append(c.DIVISIBILITY)
