@@ -38,7 +38,8 @@ BOOTSTRAP_MIX: dict[str, tuple[float, tuple[str, ...]]] = {
     "precedence": (0.07, ("easy", "medium")),
     "multi_step": (0.07, ("easy", "medium")),
 }
-BATCH_SIZE = 64
+LEVEL_START = {"easy": 0.0, "medium": 0.15, "hard": 0.4}
+BATCH_SIZE = 32
 LEARNING_RATE = 3e-3
 WARMUP_STEPS = 50
 
@@ -50,7 +51,7 @@ def cache_root() -> Path:
 def bootstrap_settings(steps: int, seed: int) -> dict:
     return {
         "recipe": RECIPE_VERSION, "steps": steps, "seed": seed, "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
-        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS,
+        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS, "level_start": LEVEL_START,
     }
 
 
@@ -68,11 +69,17 @@ def is_complete(folder: Path, settings: dict) -> bool:
         return False
 
 
-def training_example(rng: random.Random) -> tuple[str, str]:
-    """One (prompt, completion) pair drawn from the uneven mix."""
+def unlocked_levels(progress: float) -> tuple[str, ...]:
+    """The curriculum: easy problems first, medium from 15 % of training, hard from 40 %."""
+    return tuple(level for level, start in LEVEL_START.items() if progress >= start)
+
+
+def training_example(rng: random.Random, progress: float = 1.0) -> tuple[str, str]:
+    """One (prompt, completion) pair drawn from the uneven mix, at a point `progress` in [0, 1] of training."""
     categories = list(BOOTSTRAP_MIX)
     category = rng.choices(categories, weights=[BOOTSTRAP_MIX[name][0] for name in categories])[0]
-    level = rng.choice(BOOTSTRAP_MIX[category][1])
+    levels = [level for level in BOOTSTRAP_MIX[category][1] if level in unlocked_levels(progress)]
+    level = rng.choice(levels)
     problem = sample_problem(rng.choice(families_of(category, level)), rng)
     return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{problem.answer}}}"
 
@@ -112,8 +119,9 @@ def train_policy(folder: Path, steps: int, seed: int) -> None:
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(seed)
-    for _ in ui.track(range(steps), "bootstrap policy", total=steps):
-        ids, mask, labels = _batch(tokenizer, [training_example(rng) for _ in range(BATCH_SIZE)])
+    for step in ui.track(range(steps), "bootstrap policy", total=steps):
+        examples = [training_example(rng, step / steps) for _ in range(BATCH_SIZE)]
+        ids, mask, labels = _batch(tokenizer, examples)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

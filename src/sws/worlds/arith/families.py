@@ -111,6 +111,11 @@ def _sub_one_digit(rng: random.Random) -> Node:
     return _pair("-", a, b)
 
 
+def _sub_within_twenty(rng: random.Random) -> Node:
+    a, b = _until(lambda: (rng.randint(11, 18), rng.randint(2, 9)), lambda a, b: a - b <= 9)
+    return _pair("-", a, b)
+
+
 def _sub_small(rng: random.Random) -> Node:
     a, b = _until(lambda: (rng.randint(10, 99), rng.randint(1, 9)), lambda a, b: not has_borrow(a, b))
     return _pair("-", a, b)
@@ -128,7 +133,7 @@ def _sub_borrow(rng: random.Random) -> Node:
 
 
 def _mul_small(rng: random.Random) -> Node:
-    return _pair("*", rng.randint(2, 5), rng.randint(2, 5))
+    return _pair("*", *_swap(rng, rng.randint(2, 5), rng.randint(2, 9)))
 
 
 def _mul_table(rng: random.Random) -> Node:
@@ -217,6 +222,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("add_carry", "addition", "hard", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry),
     Family("add_three_terms", "addition", "hard", (c.ADDITION, c.THREE_ADDENDS, c.ONE_DIGIT), _add_three_terms),
     Family("sub_one_digit", "subtraction", "easy", (c.SUBTRACTION, c.ONE_DIGIT), _sub_one_digit),
+    Family("sub_within_twenty", "subtraction", "easy", (c.SUBTRACTION, c.BORROWING, c.TWO_DIGIT),
+           _sub_within_twenty),
     Family("sub_small", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_small),
     Family("sub_two_digit", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_two_digit),
     Family("sub_borrow", "subtraction", "hard", (c.SUBTRACTION, c.BORROWING, *_DIGITS_2), _sub_borrow),

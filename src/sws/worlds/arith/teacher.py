@@ -61,18 +61,13 @@ def extract_text(problem: str, category: str, k: int, rng: random.Random) -> str
 # ---------------------------------------------------------------- generate
 
 
-def _matches(wanted: str, concept: str) -> bool:
-    wanted, concept = wanted.lower().strip(), concept.lower()
-    return bool(wanted) and (wanted in concept or concept in wanted)
-
-
 def choose_family(category: str, concepts: list[str], level: str, rng: random.Random) -> Family:
-    """The family of `category` that best covers the requested concepts at the requested level."""
+    """The family of `category` covering most of the requested concepts; the requested level breaks ties."""
     candidates = families_of(category) if category in CATEGORIES else list(FAMILIES)
+    wanted = {" ".join(concept.lower().split()) for concept in concepts}
 
     def score(family: Family) -> float:
-        covered = sum(any(_matches(w, f) for f in family.concepts) for w in concepts)
-        return covered + 2.0 * (family.level == level)
+        return len(wanted & set(family.concepts)) + 0.5 * (family.level == level)
 
     best = max(score(family) for family in candidates)
     return rng.choice([family for family in candidates if score(family) == best])
