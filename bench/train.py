@@ -1,6 +1,7 @@
 """Seconds per GRPO step through sws's trainer against bare `trl.GRPOTrainer` with the same settings.
 
-Both train the bootstrapped arith policy (built once and cached, as `make demo` does) on the same seed problems
+Usage: `python bench/train.py [MODEL_DIR]`. Both train MODEL_DIR (default: the bootstrapped arith policy, built
+once and cached, as `make demo` does) on the same seed problems
 with the GRPOConfig sws builds from the default `train` settings, so batch, generations, completion length and
 checkpointing are identical. The bare run's reward is a minimal boxed-integer check; the sws run adds grading
 through `sws.grading`, the rollout log and the progress bar. Runs alternate (bare, sws, bare, sws, ...) in one
@@ -69,7 +70,7 @@ def main() -> None:
     torch.set_num_threads(1)
     ui.set_quiet(True)
     cfg = TrainConfig()
-    policy = bootstrap_policy()
+    policy = Path(sys.argv[1]) if len(sys.argv) > 1 else bootstrap_policy()
     problems = seed_problems()
     bare, through_sws = [], []
     with tempfile.TemporaryDirectory() as scratch:

@@ -144,9 +144,10 @@ class TrainConfig(Section):
     # None: as many as augmented_steps, the comparison the paper makes.
     baseline_steps: int | None = Field(None, ge=1)
     # Problems per step; each is rolled out num_generations times.
-    batch_size: int = Field(16, ge=1)
+    batch_size: int = Field(8, ge=1)
     num_generations: int = Field(8, ge=2)
-    learning_rate: float = Field(5e-4, gt=0)
+    # Constant (no decay). On the arith tiny policy 1e-4 raises greedy accuracy; 5e-4 lowers it.
+    learning_rate: float = Field(1e-4, gt=0)
     max_completion_length: int = Field(24, ge=1)
     temperature: float = Field(1.0, gt=0)
     beta: float = Field(0.0, ge=0)

@@ -135,3 +135,14 @@ def _cached_samples(cache: Path) -> int:
             return db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
     except sqlite3.OperationalError:  # the table is not created yet
         return 0
+
+
+def test_the_cli_rejects_a_band_that_is_not_an_interval(tmp_path):
+    write_labeled(tmp_path, n=4)
+
+    result = subprocess.run([SWS, "filter", "--run", str(tmp_path), "--band", "0.8", "0.2"],
+                            capture_output=True, text=True)
+
+    assert result.returncode == 2
+    assert "field 'filter.band'" in result.stderr and "0 <= low <= high <= 1" in result.stderr
+    assert not (tmp_path / "filtered.parquet").exists()

@@ -34,15 +34,17 @@ def make_job(out_dir, init_model, steps=4, identity="job-a", n_problems=12):
 
 
 def test_grpo_config_maps_train_settings_and_passes_extra_fields_through(tmp_path):
-    cfg = SETTINGS.model_copy(update={"extra": {"lr_scheduler_type": "constant", "max_grad_norm": 0.5}})
+    cfg = SETTINGS.model_copy(update={"extra": {"lr_scheduler_type": "cosine", "max_grad_norm": 0.5}})
 
     args = grpo_config(make_job(tmp_path, tmp_path), cfg)
+    default = grpo_config(make_job(tmp_path, tmp_path), SETTINGS)
 
     assert args.per_device_train_batch_size == 8  # 2 problems x 4 generations
     assert args.num_generations == 4
     assert args.max_steps == 4
     assert args.use_cpu and not args.bf16
-    assert args.lr_scheduler_type == "constant" and args.max_grad_norm == 0.5
+    assert args.lr_scheduler_type == "cosine" and args.max_grad_norm == 0.5
+    assert default.lr_scheduler_type == "constant" and default.max_grad_norm == 1.0
     assert args.report_to == [] or args.report_to == "none"
 
 

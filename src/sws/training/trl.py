@@ -100,6 +100,7 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
         "use_cpu": on_cpu,
         "bf16": not on_cpu,
         "logging_steps": 1,
+        "lr_scheduler_type": "constant",
         "save_strategy": "steps",
         "save_total_limit": 2,
         "report_to": "none",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import random
 import shutil
@@ -42,6 +41,7 @@ LEVEL_START = {"easy": 0.0, "medium": 0.15, "hard": 0.4}
 BATCH_SIZE = 32
 LEARNING_RATE = 3e-3
 WARMUP_STEPS = 50
+DECAY_FRACTION = 0.25
 
 
 def cache_root() -> Path:
@@ -51,7 +51,7 @@ def cache_root() -> Path:
 def bootstrap_settings(steps: int, seed: int) -> dict:
     return {
         "recipe": RECIPE_VERSION, "steps": steps, "seed": seed, "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
-        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS, "level_start": LEVEL_START,
+        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
     }
 
 
@@ -104,7 +104,7 @@ def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch
 
 
 def train_policy(folder: Path, steps: int, seed: int) -> None:
-    """Supervised training of the policy in `folder`, in place: AdamW, warmup then cosine decay, one thread."""
+    """Supervised training of the policy in `folder`, in place: AdamW, one thread, completion tokens only."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -112,10 +112,15 @@ def train_policy(folder: Path, steps: int, seed: int) -> None:
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, betas=(0.9, 0.98))
 
+    decay_start = int(steps * (1 - DECAY_FRACTION))
+
     def schedule(step: int) -> float:
+        # warmup, constant, then a linear decay to zero: better than cosine for runs this short
         if step < WARMUP_STEPS:
             return (step + 1) / WARMUP_STEPS
-        return 0.5 * (1 + math.cos(math.pi * (step - WARMUP_STEPS) / max(1, steps - WARMUP_STEPS)))
+        if step < decay_start:
+            return 1.0
+        return max(0.0, (steps - step) / max(1, steps - decay_start))
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(seed)
