@@ -13,8 +13,7 @@ from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import difficulty as stage
-from sws.worlds.arith import generate_problems
-from sws.worlds.arith.policy import build_policy
+from sws.worlds.arith import build_policy, generate_problems
 
 SWS = str(Path(sys.executable).parent / "sws")
 

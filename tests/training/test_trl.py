@@ -8,8 +8,7 @@ from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.training import TrainJob, train
 from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
-from sws.worlds.arith import generate_problems
-from sws.worlds.arith.policy import build_policy
+from sws.worlds.arith import build_policy, generate_problems
 
 SETTINGS = TrainConfig(batch_size=2, num_generations=4, max_completion_length=8, save_steps=2)
 

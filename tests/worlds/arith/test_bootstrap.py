@@ -1,4 +1,6 @@
 import json
+import random
+from collections import Counter
 
 import pytest
 
@@ -6,28 +8,36 @@ from sws.config import EngineConfig
 from sws.engines import Request, make_engine
 from sws.grading import extract_answer
 from sws.policy import policy_prompt
-from sws.worlds.arith import CATEGORIES, generate_problems
+from sws.worlds.arith import CATEGORIES, generate_problems, solve
 from sws.worlds.arith.bootstrap import BOOTSTRAP_MIX, MARKER, bootstrap_policy, training_example
 
 SHORT_STEPS = 40
 
 
-def test_training_mix_is_uneven_and_weak_categories_see_no_hard_problems():
-    import random
-
+def drawn_categories(progress: float, count: int = 1500) -> Counter:
     rng = random.Random(0)
-    drawn = [training_example(rng) for _ in range(3000)]
-    counts = {category: 0 for category in CATEGORIES}
+    drawn = [training_example(rng, progress) for _ in range(count)]
     for prompt, completion in drawn:
         assert prompt.endswith("\n") and completion.startswith("\\boxed{") and completion.endswith("}")
-    from sws.worlds.arith import solve
+        assert solve(prompt).answer == completion.removeprefix("\\boxed{").removesuffix("}")
+    return Counter(solve(prompt).category for prompt, _ in drawn)
 
-    for prompt, _ in drawn:
-        counts[solve(prompt).category] += 1
-    strong = [c for c in CATEGORIES if "hard" in BOOTSTRAP_MIX[c][1]]
+
+def test_the_mix_is_uneven_and_weak_categories_come_late_and_rarely():
+    early, late = drawn_categories(0.0), drawn_categories(0.9)
+    strong = [c for c in CATEGORIES if BOOTSTRAP_MIX[c][1] == 0.0]
     weak = [c for c in CATEGORIES if c not in strong]
-    assert strong and weak
-    assert min(counts[c] for c in strong) > 2 * max(counts[c] for c in weak)
+    assert len(strong) == 3 and len(weak) == 3
+    assert set(early) == set(strong)
+    assert set(late) == set(CATEGORIES)
+    assert min(late[c] for c in strong) > 2 * max(late[c] for c in weak)
+
+
+def test_hard_problems_are_never_shown():
+    rng = random.Random(1)
+    hard_texts = {p.problem for p in generate_problems(1500, seed=1, levels=["hard"])}
+    shown = {training_example(rng, 0.9)[0].strip() for _ in range(1500)}
+    assert not shown & hard_texts
 
 
 @pytest.mark.slow

@@ -1,14 +1,15 @@
 """Supervised warm start of the tiny policy on a deliberately uneven mix of categories.
 
-The mix decides what the policy is good at: addition, subtraction and multiplication get most of the data at
-every level; remainders, precedence and multi-step get a small share of easy and medium problems only, so after
-warm-up the policy solves some of their easy problems and few of their hard ones. The result is cached under
+The mix decides what the policy is good at: addition, subtraction and multiplication get three quarters of the
+data from the first step; remainders, precedence and multi-step a small share, and only from 30 % of training
+on. Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries. The result is cached under
 `~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a completion marker, so the
 demo builds it once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -28,18 +29,19 @@ from sws.worlds.arith.policy import build_policy
 
 RECIPE_VERSION = 1
 MARKER = "BOOTSTRAP_COMPLETE.json"
-# category -> (share of training examples, levels it is shown at)
-BOOTSTRAP_MIX: dict[str, tuple[float, tuple[str, ...]]] = {
-    "addition": (0.26, ("easy", "medium", "hard")),
-    "subtraction": (0.26, ("easy", "medium", "hard")),
-    "multiplication": (0.26, ("easy", "medium", "hard")),
-    "remainders": (0.08, ("easy", "medium")),
-    "precedence": (0.07, ("easy", "medium")),
-    "multi_step": (0.07, ("easy", "medium")),
+# category -> (share of training examples, fraction of training after which it appears)
+BOOTSTRAP_MIX: dict[str, tuple[float, float]] = {
+    "addition": (0.26, 0.0),
+    "subtraction": (0.26, 0.0),
+    "multiplication": (0.26, 0.0),
+    "remainders": (0.06, 0.3),
+    "precedence": (0.08, 0.3),
+    "multi_step": (0.08, 0.3),
 }
-LEVEL_START = {"easy": 0.0, "medium": 0.15, "hard": 0.4}
+# level -> fraction of training after which it appears; hard problems are never shown, only reached by skill
+LEVEL_START = {"easy": 0.0, "medium": 0.15}
 BATCH_SIZE = 32
-LEARNING_RATE = 3e-3
+LEARNING_RATE = 2e-3
 WARMUP_STEPS = 50
 DECAY_FRACTION = 0.25
 
@@ -48,9 +50,17 @@ def cache_root() -> Path:
     return Path(os.environ.get("SWS_CACHE", Path.home() / ".cache" / "sws")).expanduser()
 
 
+def data_fingerprint(seed: int) -> str:
+    """A hash of sample training examples, so a change to the problem families invalidates cached policies."""
+    rng = random.Random(seed)
+    examples = [training_example(rng, progress / 100) for progress in range(100) for _ in range(3)]
+    return hashlib.sha256(json.dumps(examples).encode()).hexdigest()[:16]
+
+
 def bootstrap_settings(steps: int, seed: int) -> dict:
     return {
-        "recipe": RECIPE_VERSION, "steps": steps, "seed": seed, "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
+        "recipe": RECIPE_VERSION, "data": data_fingerprint(seed), "steps": steps, "seed": seed,
+        "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
         "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
     }
 
@@ -69,17 +79,15 @@ def is_complete(folder: Path, settings: dict) -> bool:
         return False
 
 
-def unlocked_levels(progress: float) -> tuple[str, ...]:
-    """The curriculum: easy problems first, medium from 15 % of training, hard from 40 %."""
-    return tuple(level for level, start in LEVEL_START.items() if progress >= start)
-
-
 def training_example(rng: random.Random, progress: float = 1.0) -> tuple[str, str]:
-    """One (prompt, completion) pair drawn from the uneven mix, at a point `progress` in [0, 1] of training."""
-    categories = list(BOOTSTRAP_MIX)
+    """One (prompt, completion) pair of the uneven mix, at a point `progress` in [0, 1] of training.
+
+    Early on only easy problems of the strong categories appear; medium problems and the weak categories join
+    later (LEVEL_START, BOOTSTRAP_MIX), so the weak ones get fewer examples over fewer steps.
+    """
+    categories = [name for name, (_, start) in BOOTSTRAP_MIX.items() if progress >= start]
     category = rng.choices(categories, weights=[BOOTSTRAP_MIX[name][0] for name in categories])[0]
-    levels = [level for level in BOOTSTRAP_MIX[category][1] if level in unlocked_levels(progress)]
-    level = rng.choice(levels)
+    level = rng.choice([level for level, start in LEVEL_START.items() if progress >= start])
     problem = sample_problem(rng.choice(families_of(category, level)), rng)
     return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{problem.answer}}}"
 
@@ -145,19 +153,23 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
     steps = ArithConfig().bootstrap_steps if steps is None else steps
     settings = bootstrap_settings(steps, seed)
     target = Path(out_dir) if out_dir is not None else cache_root() / "policies" / settings_hash(settings)
-    if is_complete(target, settings):
-        ui.info(f"bootstrap: reusing {target}")
-        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        build_policy(building, seed=seed)
-        train_policy(building, steps, seed)
-        (building / MARKER).write_text(json.dumps({"settings_hash": settings_hash(settings), **settings}) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(building, target)
-    finally:
-        if building.exists():
-            shutil.rmtree(building)
+    # Concurrent callers (parallel test sessions, two demos) wait for one build instead of training twice.
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_complete(target, settings):
+            ui.info(f"bootstrap: reusing {target}")
+            return target
+        building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            build_policy(building, seed=seed)
+            train_policy(building, steps, seed)
+            marker = {"settings_hash": settings_hash(settings), **settings}
+            (building / MARKER).write_text(json.dumps(marker) + "\n")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(building, target)
+        finally:
+            if building.exists():
+                shutil.rmtree(building)
     return target

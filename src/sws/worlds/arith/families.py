@@ -88,8 +88,8 @@ def _add_one_digit(rng: random.Random) -> Node:
     return _pair("+", rng.randint(1, 9), rng.randint(1, 9))
 
 
-def _add_two_and_one(rng: random.Random) -> Node:
-    return _pair("+", *_swap(rng, rng.randint(10, 89), rng.randint(1, 9)))
+def _add_teen_and_digit(rng: random.Random) -> Node:
+    return _pair("+", *_swap(rng, rng.randint(10, 19), rng.randint(1, 9)))
 
 
 def _add_no_carry(rng: random.Random) -> Node:
@@ -117,7 +117,7 @@ def _sub_within_twenty(rng: random.Random) -> Node:
 
 
 def _sub_small(rng: random.Random) -> Node:
-    a, b = _until(lambda: (rng.randint(10, 99), rng.randint(1, 9)), lambda a, b: not has_borrow(a, b))
+    a, b = _until(lambda: (rng.randint(10, 29), rng.randint(1, 9)), lambda a, b: not has_borrow(a, b))
     return _pair("-", a, b)
 
 
@@ -142,11 +142,12 @@ def _mul_table(rng: random.Random) -> Node:
 
 
 def _mul_tens(rng: random.Random) -> Node:
-    return _pair("*", *_swap(rng, 10 * rng.randint(1, 9), rng.randint(2, 9)))
+    return _pair("*", *_swap(rng, 10 * rng.randint(1, 5), rng.randint(2, 9)))
 
 
 def _mul_by_digit(rng: random.Random) -> Node:
-    return _pair("*", *_swap(rng, rng.randint(11, 30), rng.randint(2, 9)))
+    a, b = _until(lambda: (rng.randint(11, 29), rng.randint(2, 9)), lambda a, b: a % 10 != 0)
+    return _pair("*", *_swap(rng, a, b))
 
 
 def _mod_small(rng: random.Random) -> Node:
@@ -155,7 +156,7 @@ def _mod_small(rng: random.Random) -> Node:
 
 
 def _mod_two_digit(rng: random.Random) -> Node:
-    return _pair("mod", rng.randint(21, 99), rng.randint(3, 9))
+    return _pair("mod", rng.randint(21, 50), rng.randint(3, 9))
 
 
 def _mod_divisible(rng: random.Random) -> Node:
@@ -168,8 +169,8 @@ def _mod_large(rng: random.Random) -> Node:
 
 
 def _prec_add_mul(rng: random.Random) -> Node:
-    product = _pair("*", rng.randint(2, 5), rng.randint(2, 5))
-    addend = Num(rng.randint(1, 9))
+    product = _pair("*", *_swap(rng, rng.randint(2, 3), rng.randint(2, 5)))
+    addend = Num(rng.randint(1, 5))
     return BinOp("+", addend, product) if rng.random() < 0.5 else BinOp("+", product, addend)
 
 
@@ -198,7 +199,7 @@ def _prec_two_digit(rng: random.Random) -> Node:
 
 
 def _chain_three(rng: random.Random) -> Node:
-    return _mixed_chain(rng, 3, 1, 9)
+    return _mixed_chain(rng, 3, 1, 6)
 
 
 def _chain_four(rng: random.Random) -> Node:
@@ -217,7 +218,7 @@ def _chain_five(rng: random.Random) -> Node:
 _DIGITS_2 = (c.TWO_DIGIT, c.PLACE_VALUE)
 FAMILIES: tuple[Family, ...] = (
     Family("add_one_digit", "addition", "easy", (c.ADDITION, c.ONE_DIGIT), _add_one_digit),
-    Family("add_two_and_one", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_two_and_one),
+    Family("add_teen_and_digit", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_teen_and_digit),
     Family("add_no_carry", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_no_carry),
     Family("add_carry", "addition", "hard", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry),
     Family("add_three_terms", "addition", "hard", (c.ADDITION, c.THREE_ADDENDS, c.ONE_DIGIT), _add_three_terms),
@@ -309,7 +310,7 @@ def generate_problems(
         category = chosen_categories[index % len(chosen_categories)]
         level = chosen_levels[(index // len(chosen_categories)) % len(chosen_levels)]
         # Small families (the times table) run out of new problems; after a few tries a repeat is allowed.
-        for _ in range(20):
+        for _ in range(200):
             problem = sample_problem(rng.choice(families_of(category, level)), rng)
             if problem.problem not in seen:
                 break
