@@ -54,7 +54,6 @@ class ArithConfig(Section):
     n_eval_per_category: int = Field(50, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
     bootstrap_steps: int = Field(1200, ge=1)
-    oracle_noise: dict[str, float] = Field(default_factory=dict)
 
 
 class PrepareConfig(Section):

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from rich.table import Table
 
-from sws.artifacts import read_manifest
+from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,17 @@ class FunnelRow:
 def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str]) -> FunnelRow:
     counts = Counter(reasons)
     return FunnelRow(step, rows_in, kept, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))))
+
+
+def write_step_outputs(
+    run_dir: Path, step: str, name: str, rows_in: int, kept: pl.DataFrame, rejected: pl.DataFrame
+) -> StageResult:
+    """Write a synthesis step's kept rows and rejected sidecar; the result carries the step's funnel row."""
+    write_table(run_dir, name, kept)
+    write_rejected(run_dir, name, rejected)
+    row = funnel_row(step, rows_in, kept.height, rejected["reject_reason"].to_list())
+    return StageResult(step, rows={name: kept.height, f"{name}.rejected": rejected.height},
+                       info={"funnel": row.as_info()})
 
 
 def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:

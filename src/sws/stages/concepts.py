@@ -19,12 +19,10 @@ from sws.artifacts import (
     rejected_path,
     run_stage,
     table_path,
-    write_rejected,
-    write_table,
 )
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import funnel_row
+from sws.funnel import write_step_outputs
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
 from sws.parsing import parse_concepts
 from sws.prompts import PromptTemplate, load_template
@@ -93,8 +91,5 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
         else:
             kept.append({"problem_id": problem_id, "category": category, "concepts": concepts, "problem": problem})
     concepts_table = pl.DataFrame(kept, schema={**empty_table("concepts").schema, "problem": STR})
-    write_table(run_dir, "concepts", concepts_table)
-    write_rejected(run_dir, "concepts", pl.DataFrame(rejected, schema=REJECTED_SCHEMA))
-    row = funnel_row(STEP, weak.height, len(kept), (item["reject_reason"] for item in rejected))
-    return StageResult(STEP, rows={"concepts": len(kept), "concepts.rejected": len(rejected)},
-                       info={"funnel": row.as_info()})
+    return write_step_outputs(run_dir, STEP, "concepts", weak.height, concepts_table,
+                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA))

@@ -22,12 +22,10 @@ from sws.artifacts import (
     rejected_path,
     run_stage,
     table_path,
-    write_rejected,
-    write_table,
 )
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import funnel_row
+from sws.funnel import write_step_outputs
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem
@@ -134,8 +132,5 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
         else:
             rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
                              "reject_detail": duplicate_of})
-    write_table(run_dir, "synthetic", pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA))
-    write_rejected(run_dir, "synthetic", pl.DataFrame(rejected, schema=REJECTED_SCHEMA))
-    row = funnel_row(STEP, sets.height, len(kept), (item["reject_reason"] for item in rejected))
-    return StageResult(STEP, rows={"synthetic": len(kept), "synthetic.rejected": len(rejected)},
-                       info={"funnel": row.as_info()})
+    return write_step_outputs(run_dir, STEP, "synthetic", sets.height, pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
+                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA))

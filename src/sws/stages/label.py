@@ -25,13 +25,11 @@ from sws.artifacts import (
     rejected_path,
     run_stage,
     table_path,
-    write_rejected,
-    write_table,
 )
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
-from sws.funnel import funnel_row
+from sws.funnel import write_step_outputs
 from sws.grading import extract_answer, grade_many, group_answers
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
 from sws.policy import policy_prompt
@@ -125,11 +123,8 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**rated.schema, **LABEL_SCHEMA}
-    write_table(run_dir, "labeled", pl.DataFrame(kept, schema=schema))
-    write_rejected(run_dir, "labeled", pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))
-    row = funnel_row(STEP, rated.height, len(kept), (item["reject_reason"] for item in rejected))
-    return StageResult(STEP, rows={"labeled": len(kept), "labeled.rejected": len(rejected)},
-                       info={"funnel": row.as_info()})
+    return write_step_outputs(run_dir, STEP, "labeled", rated.height, pl.DataFrame(kept, schema=schema),
+                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))
 
 
 def _teacher_reason(answer: str | None, consistency: float, min_consistency: float, weak_to_strong: bool) -> str | None:

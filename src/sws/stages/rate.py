@@ -23,12 +23,10 @@ from sws.artifacts import (
     rejected_path,
     run_stage,
     table_path,
-    write_rejected,
-    write_table,
 )
 from sws.config import EngineConfig, PipelineConfig
 from sws.errors import UserError
-from sws.funnel import funnel_row
+from sws.funnel import write_step_outputs
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
 from sws.parsing import VERDICTS, parse_verdict
 from sws.prompts import PromptTemplate, load_template
@@ -105,8 +103,5 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> Stage
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**synthetic.schema, **SUMMARY_SCHEMA}
-    write_table(run_dir, "rated", pl.DataFrame(kept, schema=schema))
-    write_rejected(run_dir, "rated", pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))
-    row = funnel_row(STEP, synthetic.height, len(kept), (item["reject_reason"] for item in rejected))
-    return StageResult(STEP, rows={"rated": len(kept), "rated.rejected": len(rejected)},
-                       info={"funnel": row.as_info()})
+    return write_step_outputs(run_dir, STEP, "rated", synthetic.height, pl.DataFrame(kept, schema=schema),
+                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))

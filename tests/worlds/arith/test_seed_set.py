@@ -47,15 +47,3 @@ def test_accuracy_of_a_missing_model_is_one_line_exit_2(tmp_path):
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and "nope" in result.stderr
 
-
-def test_seed_set_stage_writes_the_runs_seed_file_once(tmp_path):
-    from sws.config import PipelineConfig
-    from sws.worlds.arith.seed_set import run, seed_set_path
-
-    cfg = PipelineConfig.model_validate({"seed": 2, "arith": {"n_seed_problems": 24}})
-    first = run(cfg, tmp_path)
-    assert first.rows == {"seed": 24} and not first.skipped
-    assert len(seed_set_path(tmp_path).read_text().splitlines()) == 24
-    assert run(cfg, tmp_path).skipped
-    bigger = PipelineConfig.model_validate({"seed": 2, "arith": {"n_seed_problems": 30}})
-    assert run(bigger, tmp_path).rows == {"seed": 30}

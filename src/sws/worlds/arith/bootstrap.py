@@ -2,9 +2,9 @@
 
 The mix decides what the policy is good at: addition, subtraction and multiplication get three quarters of the
 data from the first step; remainders, precedence and multi-step a small share, and only from 30 % of training
-on. Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries. The result is cached under
-`~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a completion marker, so the
-demo builds it once.
+on. Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries.
+The result is cached under `~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a
+completion marker, so the demo builds it once; a lock makes concurrent callers wait for one build.
 """
 
 from __future__ import annotations

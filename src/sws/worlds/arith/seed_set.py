@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sws.artifacts import StageResult, run_stage, write_text
-from sws.config import PipelineConfig
+from sws.artifacts import write_text
 from sws.worlds.arith.families import generate_problems
-
-STAGE = "seed_set"
-
-
-def seed_set_path(run_dir: Path) -> Path:
-    """Where a run's arith seed set lives (the file `sws prepare` normalises into problems.parquet)."""
-    return Path(run_dir) / "seed.jsonl"
 
 
 def write_seed_set(
@@ -29,14 +21,3 @@ def write_seed_set(
     ]
     write_text(Path(path), "".join(line + "\n" for line in lines))
     return len(lines)
-
-
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    """Write the run's seed set (`arith.n_seed_problems` problems from the run's seed) to `seed_set_path`."""
-    path = seed_set_path(run_dir)
-
-    def body() -> StageResult:
-        return StageResult(STAGE, rows={"seed": write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed)})
-
-    return run_stage(run_dir, STAGE, config={"n": cfg.arith.n_seed_problems, "seed": cfg.seed}, inputs=[],
-                     outputs=[path], body=body, force=force)
