@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from sws import ui
 from sws.artifacts import (
@@ -197,6 +198,7 @@ def trajectories_section(page: Page) -> Section:
         axes.plot([], [], color=colour, label=category)
     if colours:
         axes.legend(fontsize=7)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("record (each time the problem was rolled out)")
     axes.set_ylabel("accuracy of the rollout group")
     axes.set_ylim(-0.02, 1.02)
