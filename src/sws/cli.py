@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -377,4 +378,6 @@ def world_accuracy(
 
 
 def main() -> None:
+    # sws shows its own progress; transformers' and huggingface_hub's tqdm bars (read at their import) only add noise.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     app()

@@ -95,6 +95,9 @@ class SynthesizeConfig(Section):
     cooc_weight: float = 1.0
     sim_weight: float = 1.0
     levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
+    # Problems per distinct concept set when a category's concepts cannot supply its quota of distinct sets
+    # (a small concept vocabulary, like the arith world's); 1 keeps the paper's one problem per set.
+    max_problems_per_set: int = Field(1, ge=1)
     min_problem_chars: int = 10
     max_problem_tokens: int = 400
     near_duplicate_threshold: float = Field(0.9, ge=0, le=1)

@@ -121,3 +121,21 @@ def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
     for category, drawn in zip(sets["category"], sets["concepts"].to_list(), strict=True):
         vocabulary = set(listed.filter(pl.col("category") == category)["concepts"].explode())
         assert set(drawn) <= vocabulary
+
+
+def test_a_small_category_repeats_its_sets_up_to_the_limit(tmp_path: Path, monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    write_concepts(tmp_path, [("p1", "tiny", ["a", "b", "c"])])
+    write_categories(tmp_path, {"tiny": 1.0})
+    config = PipelineConfig()
+    config.synthesize.budget = 10
+    config.synthesize.set_size = 2
+    config.synthesize.levels = ["easy"]
+    config.synthesize.max_problems_per_set = 3
+    result = combine.run(config, tmp_path)
+    sets = read_table(tmp_path, "concept_sets")
+    assert sets.height == 9  # 3 distinct sets, 3 problems each
+    assert sets["set_id"].n_unique() == 9
+    per_set = Counter(tuple(sorted(listed)) for listed in sets["concepts"].to_list())
+    assert per_set == {("a", "b"): 3, ("a", "c"): 3, ("b", "c"): 3}
+    assert result.info["funnel"]["rejected"] == {"duplicate_set": 1}

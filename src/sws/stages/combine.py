@@ -3,8 +3,10 @@
 Reads `concepts.parquet` and `categories.parquet`; writes `concept_sets.parquet` (set_id, category, concepts,
 level). The budget N is split over the categories that have extracted concepts, in proportion to their `share`,
 by largest remainder; each category's sets come from `sws.concept_sampling` with a generator seeded by the run
-seed and the category name. A category that cannot supply its quota of distinct sets falls short; the funnel
-counts the shortfall as `duplicate_set`.
+seed and the category name. A category whose few concepts cannot supply its quota of distinct sets repeats
+its sets, in the order drawn, up to `synthesize.max_problems_per_set` times each (every repeat is its own set_id,
+so the generator gets a new request seed and writes another problem; `generate` drops repeats that come out
+the same); what is still missing is counted in the funnel as `duplicate_set`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import polars as pl
 from sws import ui
 from sws.artifacts import StageResult, empty_table, read_table, run_stage, table_path, write_table
 from sws.budget import largest_remainder
-from sws.concept_sampling import SamplerSettings, build_graph, sample_concept_sets
+from sws.concept_sampling import SampledSet, SamplerSettings, build_graph, sample_concept_sets
 from sws.config import PipelineConfig
 from sws.embeddings import embed_texts
 from sws.errors import UserError
@@ -28,9 +30,15 @@ from sws.llm_calls import request_seed
 STEP = "combine"
 
 
-def set_id(category: str, concepts: tuple[str, ...], level: str) -> str:
-    key = "\x1f".join([category, level, *sorted(concepts)])
+def set_id(category: str, concepts: tuple[str, ...], level: str, repeat: int = 0) -> str:
+    key = "\x1f".join([category, level, *sorted(concepts), *([f"repeat {repeat}"] if repeat else [])])
     return "set-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def with_repeats(sets: list[SampledSet], quota: int, max_per_set: int) -> list[tuple[SampledSet, int]]:
+    """(set, repeat index) pairs: every distinct set once, then again in the order drawn, until `quota`."""
+    rounds = min(max_per_set, -(-quota // len(sets))) if sets else 0
+    return [(drawn, repeat) for repeat in range(rounds) for drawn in sets][:quota]
 
 
 def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: int, source: Path) -> dict[str, int]:
@@ -55,7 +63,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         config={
             "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size,
             "temperature": synth.temperature, "cooc_weight": synth.cooc_weight, "sim_weight": synth.sim_weight,
-            "levels": synth.levels, "embedder": cfg.roles.embedder.model,
+            "levels": synth.levels, "max_problems_per_set": synth.max_problems_per_set,
+            "embedder": cfg.roles.embedder.model,
         },
         inputs=[table_path(run_dir, "concepts"), table_path(run_dir, "categories")],
         outputs=[table_path(run_dir, "concept_sets")],
@@ -82,8 +91,9 @@ def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
         rng = np.random.default_rng([cfg.seed, request_seed(0, STEP, category)])
         sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, settings, synth.levels, rng)
         made[category] = len(sets)
-        rows.extend({"set_id": set_id(category, drawn.concepts, drawn.level), "category": category,
-                     "concepts": list(drawn.concepts), "level": drawn.level} for drawn in sets)
+        rows.extend({"set_id": set_id(category, drawn.concepts, drawn.level, repeat), "category": category,
+                     "concepts": list(drawn.concepts), "level": drawn.level}
+                    for drawn, repeat in with_repeats(sets, quota, synth.max_problems_per_set))
     write_table(run_dir, "concept_sets", pl.DataFrame(rows, schema=empty_table("concept_sets").schema))
     planned = sum(budgets.values())
     row = funnel_row(STEP, planned, len(rows), ["duplicate_set"] * (planned - len(rows)))

@@ -68,11 +68,9 @@ def start_checkpoint(cfg: PipelineConfig) -> Path | None:
     """The arith bootstrap policy, only when it is already built (evaluating it must not mean training it)."""
     if cfg.world != "arith":
         return None
-    from sws.worlds.arith.bootstrap import bootstrap_settings, cache_root, is_complete, settings_hash
+    from sws.worlds.arith.bootstrap import cached_bootstrap_policy
 
-    settings = bootstrap_settings(cfg.arith.bootstrap_steps, cfg.seed)
-    folder = cache_root() / "policies" / settings_hash(settings)
-    return folder if is_complete(folder, settings) else None
+    return cached_bootstrap_policy(cfg.arith.bootstrap_steps, cfg.seed)
 
 
 def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:

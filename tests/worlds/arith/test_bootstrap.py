@@ -9,7 +9,13 @@ from sws.engines import Request, make_engine
 from sws.grading import extract_answer
 from sws.policy import policy_prompt
 from sws.worlds.arith import CATEGORIES, generate_problems, solve
-from sws.worlds.arith.bootstrap import BOOTSTRAP_MIX, MARKER, bootstrap_policy, training_example
+from sws.worlds.arith.bootstrap import (
+    BOOTSTRAP_MIX,
+    MARKER,
+    bootstrap_policy,
+    cached_bootstrap_policy,
+    training_example,
+)
 
 SHORT_STEPS = 40
 
@@ -43,7 +49,10 @@ def test_hard_problems_are_never_shown():
 @pytest.mark.slow
 def test_short_bootstrap_answers_in_boxes_the_grader_reads_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SWS_CACHE", str(tmp_path / "cache"))
+    assert cached_bootstrap_policy(SHORT_STEPS, seed=0) is None
     folder = bootstrap_policy(steps=SHORT_STEPS, seed=0)
+    assert cached_bootstrap_policy(SHORT_STEPS, seed=0) == folder
+    assert cached_bootstrap_policy(SHORT_STEPS + 1, seed=0) is None
     assert folder.parent == tmp_path / "cache" / "policies"
     assert json.loads((folder / MARKER).read_text())["steps"] == SHORT_STEPS
     weights = folder / "model.safetensors"

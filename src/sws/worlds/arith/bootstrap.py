@@ -145,6 +145,16 @@ def train_policy(folder: Path, steps: int, seed: int) -> None:
     model.save_pretrained(folder)
 
 
+def cached_folder(steps: int, seed: int) -> Path:
+    return cache_root() / "policies" / settings_hash(bootstrap_settings(steps, seed))
+
+
+def cached_bootstrap_policy(steps: int, seed: int) -> Path | None:
+    """The cached policy built with these settings, or None when it has not been built (never trains)."""
+    folder = cached_folder(steps, seed)
+    return folder if is_complete(folder, bootstrap_settings(steps, seed)) else None
+
+
 def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0) -> Path:
     """The warm-started tiny policy folder: reused if already built with these settings, else trained.
 
@@ -152,7 +162,7 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
     """
     steps = ArithConfig().bootstrap_steps if steps is None else steps
     settings = bootstrap_settings(steps, seed)
-    target = Path(out_dir) if out_dir is not None else cache_root() / "policies" / settings_hash(settings)
+    target = Path(out_dir) if out_dir is not None else cached_folder(steps, seed)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Concurrent callers (parallel test sessions, two demos) wait for one build instead of training twice.
     with open(target.parent / f".{target.name}.lock", "w") as lock:
