@@ -47,17 +47,18 @@ def seed_set_path(run_dir: Path) -> Path:
 
 
 def seed_set_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
-    """Draw the arith seed problems (`arith.n_seed_problems` from the run's seed) for `sws prepare` to read."""
+    """Draw the arith seed problems (`arith.n_seed_problems` of `arith.seed_levels`) for `sws prepare` to read."""
     from sws.worlds.arith.seed_set import write_seed_set
 
     path = seed_set_path(run_dir)
 
     def body() -> StageResult:
-        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed)
+        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed, levels=cfg.arith.seed_levels)
         ui.info(f"seed set: {count} arith problems -> {path}")
         return StageResult(SEED_SET_STAGE, rows={path.name: count})
 
-    return run_stage(run_dir, SEED_SET_STAGE, config={"n": cfg.arith.n_seed_problems, "seed": cfg.seed},
+    config = {"n": cfg.arith.n_seed_problems, "seed": cfg.seed, "levels": cfg.arith.seed_levels}
+    return run_stage(run_dir, SEED_SET_STAGE, config=config,
                      inputs=[], outputs=[path], body=body, force=force)
 
 

@@ -1,8 +1,8 @@
 """Supervised warm start of the tiny policy on a deliberately uneven mix of categories.
 
-The mix decides what the policy is good at: addition, subtraction and multiplication get three quarters of the
-data from the first step; remainders, precedence and multi-step a small share, and only from 30 % of training
-on. Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries.
+The mix decides what the policy is good at: addition, subtraction and multiplication get two thirds of the
+data from the first step; remainders, precedence and multi-step the rest, and only from 20 % of training on,
+which leaves them weak but learnable (easy problems mostly solved, medium ones rarely). Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries.
 The result is cached under `~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a
 completion marker, so the demo builds it once; a lock makes concurrent callers wait for one build.
 """
@@ -27,21 +27,23 @@ from sws.policy import policy_prompt
 from sws.worlds.arith.families import families_of, sample_problem
 from sws.worlds.arith.policy import build_policy
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 MARKER = "BOOTSTRAP_COMPLETE.json"
 # category -> (share of training examples, fraction of training after which it appears)
 BOOTSTRAP_MIX: dict[str, tuple[float, float]] = {
-    "addition": (0.26, 0.0),
-    "subtraction": (0.26, 0.0),
-    "multiplication": (0.26, 0.0),
-    "remainders": (0.06, 0.3),
-    "precedence": (0.08, 0.3),
-    "multi_step": (0.08, 0.3),
+    "addition": (0.22, 0.0),
+    "subtraction": (0.22, 0.0),
+    "multiplication": (0.22, 0.0),
+    "remainders": (0.10, 0.2),
+    "precedence": (0.12, 0.2),
+    "multi_step": (0.12, 0.2),
 }
 # level -> fraction of training after which it appears; hard problems are never shown, only reached by skill
 LEVEL_START = {"easy": 0.0, "medium": 0.15}
 BATCH_SIZE = 32
-LEARNING_RATE = 2e-3
+# Measured at 1,200 steps: 2e-3 leaves even one-digit addition at 50-87 % and 4e-3 at 23 %; 7e-4 reaches
+# 100 % on the strong categories' easy problems and 63-100 % on their medium ones.
+LEARNING_RATE = 7e-4
 WARMUP_STEPS = 50
 DECAY_FRACTION = 0.25
 
