@@ -1,4 +1,5 @@
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,16 @@ def test_run_with_a_missing_pipeline_file_is_one_line_error(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert "pipeline file not found" in result.output
     assert "Traceback" not in result.output
+
+
+def test_seed_set_draws_only_the_configured_levels_and_redraws_when_they_change(tmp_path: Path) -> None:
+    config = PipelineConfig(world="arith")
+    config.arith.n_seed_problems = 30
+    config.arith.seed_levels = ["easy", "medium"]
+    pipeline.seed_set_step(config, tmp_path, False)
+    path = pipeline.seed_set_path(tmp_path)
+    levels = {json.loads(line)["level"] for line in path.read_text().splitlines()}
+    assert levels == {"easy", "medium"}
+    config.arith.seed_levels = ["hard"]
+    pipeline.seed_set_step(config, tmp_path, False)
+    assert {json.loads(line)["level"] for line in path.read_text().splitlines()} == {"hard"}
