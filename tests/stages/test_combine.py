@@ -68,15 +68,20 @@ def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) 
     assert not read_table(tmp_path, "concept_sets").equals(first)
 
 
-def test_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
+def three_concept_category(run_dir: Path, monkeypatch) -> PipelineConfig:
+    """One category with concepts a, b, c: three distinct 2-concept sets, and a budget of 10 for them."""
     use_hashed_embeddings(monkeypatch)
-    write_concepts(tmp_path, [("p1", "tiny", ["a", "b", "c"])])
-    write_categories(tmp_path, {"tiny": 1.0})
+    write_concepts(run_dir, [("p1", "tiny", ["a", "b", "c"])])
+    write_categories(run_dir, {"tiny": 1.0})
     config = PipelineConfig()
     config.synthesize.budget = 10
     config.synthesize.set_size = 2
     config.synthesize.levels = ["easy"]
-    result = combine.run(config, tmp_path)
+    return config
+
+
+def test_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
+    result = combine.run(three_concept_category(tmp_path, monkeypatch), tmp_path)
     assert read_table(tmp_path, "concept_sets").height == 3  # {a,b} {a,c} {b,c}
     assert result.info["funnel"]["rejected"] == {"duplicate_set": 7}
 
@@ -124,13 +129,7 @@ def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
 
 
 def test_a_small_category_repeats_its_sets_up_to_the_limit(tmp_path: Path, monkeypatch) -> None:
-    use_hashed_embeddings(monkeypatch)
-    write_concepts(tmp_path, [("p1", "tiny", ["a", "b", "c"])])
-    write_categories(tmp_path, {"tiny": 1.0})
-    config = PipelineConfig()
-    config.synthesize.budget = 10
-    config.synthesize.set_size = 2
-    config.synthesize.levels = ["easy"]
+    config = three_concept_category(tmp_path, monkeypatch)
     config.synthesize.max_problems_per_set = 3
     result = combine.run(config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
