@@ -2,7 +2,8 @@
 
 The mix decides what the policy is good at: addition, subtraction and multiplication get two thirds of the
 data from the first step; remainders, precedence and multi-step the rest, and only from 20 % of training on,
-which leaves them weak but learnable (easy problems mostly solved, medium ones rarely). Only easy and medium problems are shown (easy first), so hard ones measure how far the skill carries.
+which leaves them weak but learnable (easy problems mostly solved, medium ones rarely). Only easy and medium
+problems are shown (easy first), so hard ones measure how far the skill carries.
 The result is cached under `~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a
 completion marker, so the demo builds it once; a lock makes concurrent callers wait for one build.
 """
@@ -62,8 +63,8 @@ def data_fingerprint(seed: int) -> str:
 def bootstrap_settings(steps: int, seed: int) -> dict:
     return {
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed), "steps": steps, "seed": seed,
-        "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE,
-        "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
+        "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
+        "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
     }
 
 
@@ -147,14 +148,15 @@ def train_policy(folder: Path, steps: int, seed: int) -> None:
     model.save_pretrained(folder)
 
 
-def cached_folder(steps: int, seed: int) -> Path:
-    return cache_root() / "policies" / settings_hash(bootstrap_settings(steps, seed))
+def cached_folder(settings: dict) -> Path:
+    return cache_root() / "policies" / settings_hash(settings)
 
 
 def cached_bootstrap_policy(steps: int, seed: int) -> Path | None:
     """The cached policy built with these settings, or None when it has not been built (never trains)."""
-    folder = cached_folder(steps, seed)
-    return folder if is_complete(folder, bootstrap_settings(steps, seed)) else None
+    settings = bootstrap_settings(steps, seed)
+    folder = cached_folder(settings)
+    return folder if is_complete(folder, settings) else None
 
 
 def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0) -> Path:
@@ -164,7 +166,7 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
     """
     steps = ArithConfig().bootstrap_steps if steps is None else steps
     settings = bootstrap_settings(steps, seed)
-    target = Path(out_dir) if out_dir is not None else cached_folder(steps, seed)
+    target = Path(out_dir) if out_dir is not None else cached_folder(settings)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Concurrent callers (parallel test sessions, two demos) wait for one build instead of training twice.
     with open(target.parent / f".{target.name}.lock", "w") as lock:
