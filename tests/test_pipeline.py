@@ -14,8 +14,8 @@ from sws.errors import UserError
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 METHOD_ORDER = [
-    "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl", "train augmented",
-    "train baseline", "eval", "report",
+    "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
+    "train augmented and baseline", "eval", "report",
 ]
 
 

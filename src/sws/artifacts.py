@@ -235,6 +235,25 @@ class StageResult:
     seconds: float = 0.0
 
 
+def inputs_fingerprint(run_dir: Path, inputs: list[Path]) -> dict[str, str]:
+    return {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): fingerprint(p)
+            for p in inputs}
+
+
+def current_manifest(run_dir: Path, stage: str, config: Any, inputs: list[Path],
+                     outputs: list[Path]) -> dict[str, Any] | None:
+    """The stage's manifest if it matches this config and these inputs and every output exists, else None."""
+    previous = read_manifest(run_dir, stage)
+    if (
+        previous is not None
+        and previous.get("config_hash") == config_hash(config)
+        and previous.get("inputs") == inputs_fingerprint(run_dir, inputs)
+        and all(Path(p).exists() for p in outputs)
+    ):
+        return previous
+    return None
+
+
 def run_stage(
     run_dir: Path,
     stage: str,
@@ -250,19 +269,11 @@ def run_stage(
     The manifest is written only after `body` returns, so a crash leaves the stage not done.
     """
     run_dir = Path(run_dir)
-    inputs_fp = {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): fingerprint(p)
-                 for p in inputs}
-    wanted_hash = config_hash(config)
-    previous = read_manifest(run_dir, stage)
-    if (
-        not force
-        and previous is not None
-        and previous.get("config_hash") == wanted_hash
-        and previous.get("inputs") == inputs_fp
-        and all(Path(p).exists() for p in outputs)
-    ):
+    previous = None if force else current_manifest(run_dir, stage, config, inputs, outputs)
+    if previous is not None:
         ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+    inputs_before = inputs_fingerprint(run_dir, inputs)
     started = time.perf_counter()
     result = body()
     result.seconds = round(time.perf_counter() - started, 3)
@@ -270,8 +281,8 @@ def run_stage(
         manifest_path(run_dir, stage),
         {
             "stage": stage,
-            "config_hash": wanted_hash,
-            "inputs": inputs_fp,
+            "config_hash": config_hash(config),
+            "inputs": inputs_before,
             "outputs": {str(Path(p).name): fingerprint(p) for p in outputs},
             "rows": result.rows,
             "info": result.info,

@@ -158,6 +158,8 @@ class TrainConfig(Section):
     beta: float = Field(0.0, ge=0)
     save_steps: int = Field(50, ge=1)
     use_vllm: bool = False
+    # Train augmented and baseline at once, one process each. None: yes on a CPU with a core per run.
+    side_by_side: bool | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -1,7 +1,7 @@
 """`sws run PIPELINE.yaml`: every stage of the method in order, each skipped when its manifest is current.
 
 Arith world: bootstrap policy → seed set → prepare → train initial → identify → synthesize → filter → mix →
-export verl → train augmented → train baseline → eval → report. The math world starts at prepare (the seed
+export verl → train augmented and baseline (side by side on a CPU with two cores) → eval → report. The math world starts at prepare (the seed
 file is `prepare.input`). The run ends with the headline: the share of the previously weak problems each
 policy solves, per category.
 """
@@ -69,23 +69,18 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
     return with_overrides(cfg, {"prepare.input": str(seed_set_path(run_dir))})
 
 
-def training_step(kind: str) -> Step:
-    return Step(f"train {kind}", functools.partial(train.run, kind=kind))
-
-
 def pipeline_steps(cfg: PipelineConfig) -> list[Step]:
     world_steps = [Step("bootstrap policy", bootstrap_step), Step("seed set", seed_set_step)]
     return [
         *(world_steps if cfg.world == "arith" else []),
         Step("prepare", prepare.run),
-        training_step("initial"),
+        Step("train initial", functools.partial(train.run, kind="initial")),
         Step("identify", identify.run),
         Step("synthesize", synthesize.run),
         Step("filter", difficulty.run),
         Step("mix", mix.run),
         Step("export verl", export.run),
-        training_step("augmented"),
-        training_step("baseline"),
+        Step("train augmented and baseline", train.run_continuations),
         Step("eval", evaluate.run),
         Step("report", report.run),
     ]

@@ -1,7 +1,7 @@
 """Console output shared by every command: messages and progress bars on stderr, silenced by --quiet."""
 
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,6 +16,12 @@ def set_quiet(quiet: bool) -> None:
     global _quiet
     _quiet = quiet
     console.quiet = quiet
+
+
+def log_to(stream: TextIO) -> None:
+    """Send messages and progress bars to `stream` (e.g. a worker process's log file) instead of stderr."""
+    global console
+    console = Console(file=stream, highlight=False, quiet=_quiet)
 
 
 def info(message: str) -> None:

@@ -1,4 +1,5 @@
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,6 +98,26 @@ def test_initial_then_augmented_and_baseline_runs_write_their_artifacts(tmp_path
     assert set(read_table(tmp_path, "train/baseline/rollouts")["problem_id"]) <= {
         f"problems-{index}" for index in range(16)
     }
+
+
+@pytest.mark.slow
+def test_augmented_and_baseline_side_by_side_train_exactly_as_one_after_the_other(tmp_path, tiny_policy):
+    first = tmp_path / "one-after-the-other"
+    write_seed_problems(first)
+    write_seed_problems(first, "augmented", n=20)
+    stage.run(quick_config(tiny_policy), first, kind="initial")
+    second = tmp_path / "side-by-side"
+    shutil.copytree(first, second)
+
+    stage.run_continuations(quick_config(tiny_policy, side_by_side=False), first)
+    stage.run_continuations(quick_config(tiny_policy, side_by_side=True), second)
+
+    for kind in stage.CONTINUATIONS:
+        assert read_table(second, f"train/{kind}/rollouts").equals(read_table(first, f"train/{kind}/rollouts"))
+        assert "train " + kind in (second / "train" / kind / "log.txt").read_text()
+        assert json.loads((second / "train" / kind / "progress.json").read_text())["step"] == 2
+    rerun = stage.run_continuations(quick_config(tiny_policy, side_by_side=True), second)
+    assert all(result.skipped for result in rerun)
 
 
 @pytest.mark.slow

@@ -12,13 +12,18 @@ in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpo
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from sws.artifacts import (
     TRAIN_KINDS,
     StageResult,
     config_hash,
+    current_manifest,
     fingerprint,
     read_table,
     run_stage,
@@ -27,13 +32,49 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig, run_config_path
 from sws.errors import UserError
-from sws.training import TRAINERS, TrainJob, final_dir, train
+from sws.training import TRAINERS, TrainJob, final_dir, progress_path, train
 
+CONTINUATIONS = ("augmented", "baseline")
 STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps"}
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "initial") -> StageResult:
-    """Train the `kind` policy of the run (one of initial, augmented, baseline)."""
+@dataclass(frozen=True)
+class TrainingStage:
+    """One run as a stage: what decides whether it is done (name, config, inputs, outputs) and what it trains.
+
+    `init_model` None means the arith world's bootstrapped policy, built only when the run starts.
+    """
+
+    kind: str
+    config: dict[str, Any]
+    inputs: list[Path]
+    outputs: list[Path]
+    problems: pl.DataFrame
+    init_model: Path | None
+    out_dir: Path
+    config_file: Path
+    rollouts_name: str
+
+    @property
+    def name(self) -> str:
+        return f"train_{self.kind}"
+
+    def job(self, cfg: PipelineConfig) -> TrainJob:
+        return TrainJob(
+            name=self.kind,
+            problems=self.problems.select("problem_id", "problem", "answer"),
+            init_model=self.init_model if self.init_model is not None else _bootstrap_policy(cfg),
+            out_dir=self.out_dir,
+            steps=self.config["steps"],
+            world=cfg.world,
+            seed=cfg.seed,
+            identity=config_hash({"config": self.config, "inputs": [fingerprint(path) for path in self.inputs]}),
+            config_file=self.config_file,
+        )
+
+
+def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
+    """The `kind` run of `run_dir` as a stage; raises UserError for a setup `sws train` cannot run."""
     if kind not in TRAIN_KINDS:
         raise ValueError(f"unknown training kind '{kind}'; use one of {', '.join(TRAIN_KINDS)}")
     run_dir = Path(run_dir)
@@ -53,35 +94,33 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "in
     rollouts_name = "rollouts" if kind == "initial" else f"train/{kind}/rollouts"
     stage_config: dict[str, Any] = {
         "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
-        "train": cfg.train.model_dump(mode="json", exclude=set(STEP_FIELDS.values())),
+        "train": cfg.train.model_dump(mode="json", exclude={*STEP_FIELDS.values(), "side_by_side"}),
         "init_model": str(init_model) if init_model is not None else {"bootstrap_steps": cfg.arith.bootstrap_steps},
     }
     inputs = [table_path(run_dir, dataset)]
     if init_model is not None and init_model.is_dir():
         inputs.append(init_model)
     outputs = [final_dir(out_dir), table_path(run_dir, f"train/{kind}/curve"), table_path(run_dir, rollouts_name)]
+    return TrainingStage(kind, stage_config, inputs, outputs, problems, init_model, out_dir, config_file,
+                         rollouts_name)
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "initial") -> StageResult:
+    """Train the `kind` policy of the run (one of initial, augmented, baseline)."""
+    run_dir = Path(run_dir)
+    stage = plan(cfg, run_dir, kind)
 
     def body() -> StageResult:
-        job = TrainJob(
-            name=kind,
-            problems=problems.select("problem_id", "problem", "answer"),
-            init_model=init_model if init_model is not None else _bootstrap_policy(cfg),
-            out_dir=out_dir,
-            steps=steps,
-            world=cfg.world,
-            seed=cfg.seed,
-            identity=config_hash({"config": stage_config, "inputs": [fingerprint(path) for path in inputs]}),
-            config_file=config_file,
-        )
+        job = stage.job(cfg)
         outcome = train(job, cfg.train, force)
-        write_table(run_dir, rollouts_name, outcome.rollouts)
+        write_table(run_dir, stage.rollouts_name, outcome.rollouts)
         write_table(run_dir, f"train/{kind}/curve", outcome.curve)
         tail = outcome.curve.tail(max(1, outcome.curve.height // 10))
         return StageResult(
-            f"train_{kind}",
-            rows={rollouts_name: outcome.rollouts.height, f"train/{kind}/curve": outcome.curve.height},
+            stage.name,
+            rows={stage.rollouts_name: outcome.rollouts.height, f"train/{kind}/curve": outcome.curve.height},
             info={
-                "steps": steps,
+                "steps": job.steps,
                 "final": str(outcome.final_dir),
                 "resumed_from_step": outcome.resumed_from_step,
                 "seconds_per_step": outcome.seconds_per_step,
@@ -89,9 +128,37 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "in
             },
         )
 
-    return run_stage(
-        run_dir, f"train_{kind}", config=stage_config, inputs=inputs, outputs=outputs, body=body, force=force
-    )
+    return run_stage(run_dir, stage.name, config=stage.config, inputs=stage.inputs, outputs=stage.outputs,
+                     body=body, force=force)
+
+
+def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> list[StageResult]:
+    """Train augmented and baseline, side by side when `train.side_by_side` allows (both start from initial)."""
+    run_dir = Path(run_dir)
+    pending = [kind for kind in CONTINUATIONS if force or not is_done(cfg, run_dir, kind)]
+    if len(pending) < 2 or not side_by_side(cfg):
+        return [run(cfg, run_dir, force, kind) for kind in CONTINUATIONS]
+    from sws.side_by_side import Task, run_side_by_side
+
+    out_dirs = [plan(cfg, run_dir, kind).out_dir for kind in CONTINUATIONS]
+    return run_side_by_side([
+        Task(f"train {kind}", run, (cfg, run_dir, force, kind), out / "log.txt", progress_path(out))
+        for kind, out in zip(CONTINUATIONS, out_dirs, strict=True)
+    ])
+
+
+def is_done(cfg: PipelineConfig, run_dir: Path, kind: str) -> bool:
+    stage = plan(cfg, run_dir, kind)
+    return current_manifest(run_dir, stage.name, stage.config, stage.inputs, stage.outputs) is not None
+
+
+def side_by_side(cfg: PipelineConfig) -> bool:
+    """`train.side_by_side`, or when unset: on a CPU with a core per run (each trains on one torch thread)."""
+    if cfg.train.side_by_side is not None:
+        return cfg.train.side_by_side
+    import torch
+
+    return not torch.cuda.is_available() and (os.cpu_count() or 1) >= len(CONTINUATIONS)
 
 
 def training_steps(cfg: PipelineConfig, kind: str) -> int:

@@ -5,7 +5,8 @@ from the latest complete checkpoint in `<out_dir>/checkpoints` when it finds one
 
 Layout of `out_dir` (`<run>/train/<kind>`): `checkpoints/checkpoint-<step>/` (resume points),
 `rollouts/from-step-*.parquet` (rollout log shards), `job.json` (which job the checkpoints belong to),
-`final/` (the trained model, a Hugging Face folder).
+`final/` (the trained model, a Hugging Face folder), `progress.json` (step, total and a rate line, rewritten
+every step, for whoever shows the progress of a run in another process).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class TrainOutcome:
 
 def final_dir(out_dir: Path) -> Path:
     return Path(out_dir) / "final"
+
+
+def progress_path(out_dir: Path) -> Path:
+    return Path(out_dir) / "progress.json"
 
 
 def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:

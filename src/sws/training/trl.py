@@ -25,7 +25,7 @@ from sws.artifacts import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.policy import policy_prompt
-from sws.training import TrainJob, TrainOutcome, final_dir
+from sws.training import TrainJob, TrainOutcome, final_dir, progress_path
 from sws.training.reward import CorrectnessReward
 from sws.training.rollout_log import RolloutLog
 
@@ -69,7 +69,7 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}")],
+            callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
         )
         _drop_console_printers(trainer)
         if resume_from is not None:
@@ -232,10 +232,12 @@ class FlushRolloutsBeforeCheckpoint(TrainerCallback):
 
 
 class TrainProgress(TrainerCallback):
-    """A rich progress bar: steps done of max_steps, the latest mean reward and seconds per step."""
+    """A rich progress bar (steps done of max_steps, the latest mean reward, seconds per step), also written to
+    `progress.json` so another process can show it."""
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, status_file: Path) -> None:
         self.description = description
+        self.status_file = status_file
         self.reward: float | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
@@ -248,15 +250,17 @@ class TrainProgress(TrainerCallback):
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
         if logs and "reward" in logs:
             self.reward = float(logs["reward"])
-        self._show(state.global_step)
+        self._show(state.global_step, state.max_steps)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self._show(state.global_step)
+        self._show(state.global_step, state.max_steps)
 
-    def _show(self, step: int) -> None:
+    def _show(self, step: int, total: int) -> None:
         per_step = (time.perf_counter() - self.started) / max(1, step - self.first_step)
         reward = "" if self.reward is None else f"reward {self.reward:.2f} · "
-        self.bar.update(self.task, completed=step, rate=f"{reward}{per_step:.2f} s/step")
+        rate = f"{reward}{per_step:.2f} s/step"
+        self.bar.update(self.task, completed=step, rate=rate)
+        write_json(self.status_file, {"step": step, "total": total, "rate": rate})
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         self.bar.stop()
