@@ -69,6 +69,16 @@ def test_print_headline_names_the_report(tmp_path: Path) -> None:
     console = Console(file=io.StringIO(), width=120)
     pipeline.print_headline(tmp_path, console)
     assert f"report: {tmp_path / 'report.html'}" in console.file.getvalue()
+    assert "families" not in console.file.getvalue()
+
+
+def test_print_headline_adds_the_weak_families_line_when_eval_measured_it(tmp_path: Path) -> None:
+    like = {f"weak_like_solved_{name}": {"overall": share, "per_category": {}}
+            for name, share in (("initial", 0.2), ("baseline", 0.25), ("augmented", 0.3))}
+    write_json(tmp_path / "summary.json", {**summary(), **like})
+    console = Console(file=io.StringIO(), width=200)
+    pipeline.print_headline(tmp_path, console)
+    assert "initial 20.0%, baseline 25.0%, augmented 30.0%" in console.file.getvalue()
 
 
 def test_print_headline_without_eval_is_a_user_error(tmp_path: Path) -> None:

@@ -133,5 +133,10 @@ def print_headline(run_dir: Path, console: Console | None = None) -> None:
     if not path.exists():
         raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
     console = console or Console()
-    console.print(headline_table(json.loads(path.read_text())))
+    headline = json.loads(path.read_text())
+    console.print(headline_table(headline))
+    like = [(name, headline.get(f"weak_like_solved_{name}", {}).get("overall")) for name in HEADLINE_CHECKPOINTS]
+    if any(share is not None for _, share in like):
+        console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
+                      + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))
     console.print(f"report: {report.report_path(run_dir)}")

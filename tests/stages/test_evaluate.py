@@ -140,3 +140,36 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
     assert per_problem.height == 3 * (6 + 8 + 12)
     summary = json.loads(evaluate.summary_path(run_dir).read_text())
     assert all(0.0 <= summary[f"weak_solved_{name}"]["overall"] <= 1.0 for name in ("initial", "augmented"))
+
+
+def test_arith_weak_problems_get_fresh_problems_of_their_families(run_dir: Path) -> None:
+    problems = read_table(run_dir, "problems")
+    families = [p.family for p in generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])]
+    write_table(run_dir, "problems", problems.with_columns(pl.Series("family", families)))
+
+    evaluate.run(oracle_policy_config(), run_dir)
+
+    per_problem = read_table(run_dir, "eval/problems").filter(pl.col("checkpoint") == "initial")
+    like = per_problem.filter(pl.col("eval_set") == "weak_like")
+    weak = per_problem.filter(pl.col("eval_set") == "weak")
+    assert sorted(like["problem_id"]) == sorted(f"like-{problem_id}" for problem_id in weak["problem_id"])
+    assert like.sort("problem_id")["category"].to_list() == weak.sort("problem_id")["category"].to_list()
+    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    assert summary["weak_like_solved_augmented"] == {"overall": 1.0,
+                                                     "per_category": {"precedence": 1.0, "remainders": 1.0}}
+
+
+def test_fresh_problems_of_the_weak_families_are_new_and_correctly_answered() -> None:
+    from sws.worlds.arith import solve
+
+    seed = generate_problems(40, seed=3, categories=["multi_step"])
+    problems = pl.DataFrame({"problem_id": [f"p{i}" for i in range(40)], "problem": [p.problem for p in seed],
+                             "answer": [p.answer for p in seed], "category": [p.category for p in seed],
+                             "family": [p.family for p in seed]})
+    weakness = pl.DataFrame({"problem_id": [f"p{i}" for i in range(40)], "weak": [True] * 40})
+
+    like = evaluate.weak_like_problems(problems, weakness, seed=5)
+
+    assert like.height == 40 and like["problem"].n_unique() == 40
+    assert not set(like["problem"]) & set(problems["problem"])
+    assert all(solve(text).answer == answer for text, answer in like.select("problem", "answer").iter_rows())

@@ -10,6 +10,7 @@ weak problems each checkpoint solves greedily) and `summary.json` (the headline)
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,15 @@ from sws.training.reward import grade_completions
 STAGE = "eval"
 CHECKPOINTS = ("start", "initial", "baseline", "augmented")
 WEAK_SET = "weak"
+WEAK_LIKE_SET = "weak_like"
 SEED_SET = "seed"
 OVERALL = "overall"
 # Held-out arith problems come from a seed stream the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
+WEAK_LIKE_SEED_OFFSET = 104729
+# Draws per weak problem to find a problem of its family that is in neither the seed set nor this set.
+FRESH_DRAWS = 50
+EVAL_SCHEMA = {"problem_id": pl.Utf8, "problem": pl.Utf8, "answer": pl.Utf8, "category": pl.Utf8}
 
 
 @dataclass(frozen=True)
@@ -96,8 +102,7 @@ def arith_heldout(n_per_category: int, categories: list[str], seed: int, exclude
         fresh = [p for p in candidates if p.problem not in exclude][:n_per_category]
         rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
                   "category": category} for i, p in enumerate(fresh)]
-    return pl.DataFrame(rows, schema={"problem_id": pl.Utf8, "problem": pl.Utf8, "answer": pl.Utf8,
-                                      "category": pl.Utf8})
+    return pl.DataFrame(rows, schema=EVAL_SCHEMA)
 
 
 def benchmark_set(name: str) -> pl.DataFrame:
@@ -125,6 +130,29 @@ def heldout_sets(cfg: PipelineConfig, seed_problems: pl.DataFrame) -> list[EvalS
 def weak_problems(problems: pl.DataFrame, weakness: pl.DataFrame) -> pl.DataFrame:
     weak_ids = weakness.filter(pl.col("weak")).select("problem_id")
     return problems.join(weak_ids, on="problem_id", how="semi").select("problem_id", "problem", "answer", "category")
+
+
+def weak_like_problems(problems: pl.DataFrame, weakness: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """For every weak arith problem, a fresh problem of its family (same shape, level and concepts).
+
+    Solving more weak problems can mean learning the skill or learning those problems; this set tells which.
+    """
+    from sws.worlds.arith.families import FAMILIES, sample_problem
+
+    families = {family.name: family for family in FAMILIES}
+    weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
+    rng = random.Random(seed)
+    taken = set(problems["problem"])
+    rows = []
+    for problem_id, family_name in weak.select("problem_id", "family").iter_rows():
+        candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
+        fresh = next((candidate for candidate in candidates if candidate.problem not in taken), None)
+        if fresh is None:
+            continue
+        taken.add(fresh.problem)
+        rows.append({"problem_id": f"like-{problem_id}", "problem": fresh.problem, "answer": fresh.answer,
+                     "category": fresh.category})
+    return pl.DataFrame(rows, schema=EVAL_SCHEMA)
 
 
 # ---------------------------------------------------------------- sampling and grading
@@ -204,17 +232,21 @@ def weakness_table(per_problem: pl.DataFrame) -> pl.DataFrame:
     return with_overall(per_problem.filter(pl.col("eval_set") == WEAK_SET), aggregations, ["checkpoint"])
 
 
-def summary(weakness: pl.DataFrame, checkpoints: list[str]) -> dict[str, Any]:
+def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataFrame) -> dict[str, Any]:
     """`weak_solved_<checkpoint>`: {"overall": share, "per_category": {category: share}} for each checkpoint,
-    and `n_weak`. With no weak problems the shares are None: there is nothing to mitigate."""
+    and `n_weak`. With no weak problems the shares are None: there is nothing to mitigate. In the arith world
+    also `weak_like_solved_<checkpoint>`, the same shares on fresh problems of the weak problems' families."""
+    weak_like = benchmarks.filter(pl.col("eval_set") == WEAK_LIKE_SET).rename({"pass1": "solved"})
+    tables = [("weak_solved", weakness), *([("weak_like_solved", weak_like)] if weak_like.height else [])]
     result: dict[str, Any] = {}
-    for checkpoint in checkpoints:
-        rows = weakness.filter(pl.col("checkpoint") == checkpoint)
-        shares = dict(zip(rows["category"], rows["solved"], strict=True))
-        result[f"weak_solved_{checkpoint}"] = {
-            "overall": shares.pop(OVERALL, None),
-            "per_category": dict(sorted(shares.items())),
-        }
+    for prefix, table in tables:
+        for checkpoint in checkpoints:
+            rows = table.filter(pl.col("checkpoint") == checkpoint)
+            shares = dict(zip(rows["category"], rows["solved"], strict=True))
+            result[f"{prefix}_{checkpoint}"] = {
+                "overall": shares.pop(OVERALL, None),
+                "per_category": dict(sorted(shares.items())),
+            }
     overall = weakness.filter(pl.col("category") == OVERALL)
     result["n_weak"] = int(overall["n_weak"][0]) if overall.height else 0
     return result
@@ -231,6 +263,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     if not checkpoints:
         raise UserError(f"{run_dir / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run_dir}` first")
     sets = [*heldout_sets(cfg, problems), EvalSet(WEAK_SET, weak_problems(problems, weakness))]
+    if cfg.world == "arith" and "family" in problems.columns:
+        sets.append(EvalSet(WEAK_LIKE_SET, weak_like_problems(problems, weakness, cfg.seed + WEAK_LIKE_SEED_OFFSET)))
     if cfg.eval.seed_set:
         sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category")))
     sets = [eval_set for eval_set in sets if eval_set.problems.height]
@@ -259,7 +293,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/problems", per_problem)
         write_table(run_dir, "eval/benchmarks", benchmarks)
         write_table(run_dir, "eval/weakness", weakness_solved)
-        headline = summary(weakness_solved, list(checkpoints))
+        headline = summary(weakness_solved, list(checkpoints), benchmarks)
         write_json(summary_path(run_dir), headline)
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
                            info={"checkpoints": list(checkpoints)})
