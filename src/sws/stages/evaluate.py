@@ -268,8 +268,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     if cfg.eval.seed_set:
         sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category")))
     sets = [eval_set for eval_set in sets if eval_set.problems.height]
-    settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world, "seed": cfg.seed, "policy": cfg.roles.policy,
-                "n_eval_per_category": cfg.arith.n_eval_per_category}
+    settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world,
+                "seed": cfg.seed, "policy": cfg.roles.policy, "n_eval_per_category": cfg.arith.n_eval_per_category,
+                "sets": [eval_set.name for eval_set in sets]}
     inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness")]
     for checkpoint, path in checkpoints.items():
         out = part_path(run_dir, checkpoint)
