@@ -1,9 +1,9 @@
 """`sws run PIPELINE.yaml`: every stage of the method in order, each skipped when its manifest is current.
 
 Arith world: bootstrap policy → seed set → prepare → train initial → identify → synthesize → filter → mix →
-export verl → train augmented and baseline (side by side on a CPU with two cores) → eval → report. The math world starts at prepare (the seed
-file is `prepare.input`). The run ends with the headline: the share of the previously weak problems each
-policy solves, per category.
+export verl → train augmented and baseline (side by side on a CPU with two cores) → eval → report. The math
+world starts at prepare (the seed file is `prepare.input`). The run ends with the headline: the share of the
+previously weak problems each policy solves, per category.
 """
 
 from __future__ import annotations

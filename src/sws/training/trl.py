@@ -69,7 +69,8 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            callbacks=[FlushRolloutsBeforeCheckpoint(log), TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
+            callbacks=[FlushRolloutsBeforeCheckpoint(log),
+                       TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
         )
         _drop_console_printers(trainer)
         if resume_from is not None:
