@@ -28,6 +28,9 @@ def per_problem_eval() -> pl.DataFrame:
                          "category": CATEGORIES[i % 2], "greedy_correct": i < solved, "n": 4, "n_correct": i})
             rows.append({"checkpoint": checkpoint, "eval_set": "seed", "problem_id": f"s{i}",
                          "category": CATEGORIES[i % 2], "greedy_correct": True, "n": 4, "n_correct": 4 - i})
+            rows.append({"checkpoint": checkpoint, "eval_set": "weak_like", "problem_id": f"like-w{i}",
+                         "category": CATEGORIES[i % 2], "greedy_correct": checkpoint == "augmented", "n": 4,
+                         "n_correct": 0})
     return pl.DataFrame(rows, schema=SCHEMAS["eval/problems"])
 
 
@@ -109,6 +112,14 @@ def test_weakness_mitigation_table_shows_each_checkpoint(page: str) -> None:
                                                                   "n_weak"]
     overall = re.search(r"<tr><td>overall</td>(.*?)</tr>", body).group(1)
     assert re.findall(r"<td>(.*?)</td>", overall) == ["0.000", "0.250", "0.500", "4"]
+
+
+def test_weakness_mitigation_also_shows_fresh_problems_of_the_weak_families(page: str) -> None:
+    body = sections(page)[
+        "Weakness mitigation: share of the previously weak problems each policy solves"]
+    assert "Fresh problems of the weak problems" in body
+    overall_rows = re.findall(r"<tr><td>overall</td>(.*?)</tr>", body)
+    assert re.findall(r"<td>(.*?)</td>", overall_rows[-1]) == ["0.000", "0.000", "1.000"]
 
 
 def test_teachability_and_gradient_share(page: str) -> None:

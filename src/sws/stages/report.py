@@ -290,7 +290,19 @@ def mitigation_section(page: Page) -> Section:
     axes.set_title("Previously weak problems each policy solves")
     axes.legend()
     body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
-    return Section(title, body)
+    return Section(title, body + weak_like_table(page))
+
+
+def weak_like_table(page: Page) -> str:
+    """Pass@1 on fresh problems of the weak problems' families, when eval measured it (the arith world)."""
+    benchmarks = page.table("eval/benchmarks")
+    if benchmarks is None or evaluate.WEAK_LIKE_SET not in set(benchmarks["eval_set"]):
+        return ""
+    like = benchmarks.filter(pl.col("eval_set") == evaluate.WEAK_LIKE_SET)
+    wide = like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False)
+    return (paragraph("Fresh problems of the weak problems' families, one per weak problem: a policy that learned "
+                      "the skill solves more of them, one that learned only the weak problems does not.")
+            + html_table(wide))
 
 
 def accuracy_sets(page: Page) -> pl.DataFrame:
