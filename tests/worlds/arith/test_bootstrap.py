@@ -46,6 +46,15 @@ def test_hard_problems_are_never_shown():
     assert not shown & hard_texts
 
 
+def test_another_policy_shape_is_another_cache_entry(monkeypatch):
+    from sws.worlds.arith import policy
+    from sws.worlds.arith.bootstrap import bootstrap_settings, settings_hash
+
+    shipped = settings_hash(bootstrap_settings(100, seed=0))
+    monkeypatch.setattr(policy, "HIDDEN_SIZE", 2 * policy.HIDDEN_SIZE)
+    assert settings_hash(bootstrap_settings(100, seed=0)) != shipped
+
+
 @pytest.mark.slow
 def test_short_bootstrap_answers_in_boxes_the_grader_reads_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SWS_CACHE", str(tmp_path / "cache"))

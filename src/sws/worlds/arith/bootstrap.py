@@ -26,7 +26,7 @@ from sws import ui
 from sws.config import ArithConfig
 from sws.policy import policy_prompt
 from sws.worlds.arith.families import families_of, sample_problem
-from sws.worlds.arith.policy import build_policy
+from sws.worlds.arith.policy import architecture, build_policy
 
 RECIPE_VERSION = 2
 MARKER = "BOOTSTRAP_COMPLETE.json"
@@ -65,6 +65,7 @@ def bootstrap_settings(steps: int, seed: int) -> dict:
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed), "steps": steps, "seed": seed,
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
+        "architecture": architecture(),
     }
 
 

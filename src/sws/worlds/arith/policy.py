@@ -21,6 +21,12 @@ INTERMEDIATE_SIZE = 512
 MAX_POSITIONS = 128
 
 
+def architecture() -> dict[str, int]:
+    """The constants that decide the policy's shape; part of the bootstrap cache key."""
+    return {"hidden_size": HIDDEN_SIZE, "n_heads": N_HEADS, "head_dim": HEAD_DIM, "n_layers": N_LAYERS,
+            "intermediate_size": INTERMEDIATE_SIZE, "max_positions": MAX_POSITIONS}
+
+
 def policy_config(vocab_size: int, eos_token_id: int, pad_token_id: int) -> Qwen2Config:
     return Qwen2Config(
         vocab_size=vocab_size, hidden_size=HIDDEN_SIZE, intermediate_size=INTERMEDIATE_SIZE,
