@@ -243,11 +243,16 @@ def inputs_fingerprint(run_dir: Path, inputs: list[Path]) -> dict[str, str]:
 def current_manifest(run_dir: Path, stage: str, config: Any, inputs: list[Path],
                      outputs: list[Path]) -> dict[str, Any] | None:
     """The stage's manifest if it matches this config and these inputs and every output exists, else None."""
+    return _matching_manifest(run_dir, stage, config_hash(config), inputs_fingerprint(run_dir, inputs), outputs)
+
+
+def _matching_manifest(run_dir: Path, stage: str, wanted_hash: str, inputs_fp: dict[str, str],
+                       outputs: list[Path]) -> dict[str, Any] | None:
     previous = read_manifest(run_dir, stage)
     if (
         previous is not None
-        and previous.get("config_hash") == config_hash(config)
-        and previous.get("inputs") == inputs_fingerprint(run_dir, inputs)
+        and previous.get("config_hash") == wanted_hash
+        and previous.get("inputs") == inputs_fp
         and all(Path(p).exists() for p in outputs)
     ):
         return previous
@@ -269,11 +274,12 @@ def run_stage(
     The manifest is written only after `body` returns, so a crash leaves the stage not done.
     """
     run_dir = Path(run_dir)
-    previous = None if force else current_manifest(run_dir, stage, config, inputs, outputs)
+    wanted_hash = config_hash(config)
+    inputs_fp = inputs_fingerprint(run_dir, inputs)
+    previous = None if force else _matching_manifest(run_dir, stage, wanted_hash, inputs_fp, outputs)
     if previous is not None:
         ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
-    inputs_before = inputs_fingerprint(run_dir, inputs)
     started = time.perf_counter()
     result = body()
     result.seconds = round(time.perf_counter() - started, 3)
@@ -281,8 +287,8 @@ def run_stage(
         manifest_path(run_dir, stage),
         {
             "stage": stage,
-            "config_hash": config_hash(config),
-            "inputs": inputs_before,
+            "config_hash": wanted_hash,
+            "inputs": inputs_fp,
             "outputs": {str(Path(p).name): fingerprint(p) for p in outputs},
             "rows": result.rows,
             "info": result.info,

@@ -296,9 +296,9 @@ def mitigation_section(page: Page) -> Section:
 def weak_like_table(page: Page) -> str:
     """Pass@1 on fresh problems of the weak problems' families, when eval measured it (the arith world)."""
     benchmarks = page.table("eval/benchmarks")
-    if benchmarks is None or evaluate.WEAK_LIKE_SET not in set(benchmarks["eval_set"]):
+    like = None if benchmarks is None else benchmarks.filter(pl.col("eval_set") == evaluate.WEAK_LIKE_SET)
+    if like is None or like.height == 0:
         return ""
-    like = benchmarks.filter(pl.col("eval_set") == evaluate.WEAK_LIKE_SET)
     wide = like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False)
     return (paragraph("Fresh problems of the weak problems' families, one per weak problem: a policy that learned "
                       "the skill solves more of them, one that learned only the weak problems does not.")

@@ -135,21 +135,18 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "in
 def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> list[StageResult]:
     """Train augmented and baseline, side by side when `train.side_by_side` allows (both start from initial)."""
     run_dir = Path(run_dir)
-    pending = [kind for kind in CONTINUATIONS if force or not is_done(cfg, run_dir, kind)]
+    stages = [plan(cfg, run_dir, kind) for kind in CONTINUATIONS]
+    pending = [stage for stage in stages if force or current_manifest(
+        run_dir, stage.name, stage.config, stage.inputs, stage.outputs) is None]
     if len(pending) < 2 or not side_by_side(cfg):
         return [run(cfg, run_dir, force, kind) for kind in CONTINUATIONS]
     from sws.side_by_side import Task, run_side_by_side
 
-    out_dirs = [plan(cfg, run_dir, kind).out_dir for kind in CONTINUATIONS]
     return run_side_by_side([
-        Task(f"train {kind}", run, (cfg, run_dir, force, kind), out / "log.txt", progress_path(out))
-        for kind, out in zip(CONTINUATIONS, out_dirs, strict=True)
+        Task(f"train {stage.kind}", run, (cfg, run_dir, force, stage.kind), stage.out_dir / "log.txt",
+             progress_path(stage.out_dir))
+        for stage in stages
     ])
-
-
-def is_done(cfg: PipelineConfig, run_dir: Path, kind: str) -> bool:
-    stage = plan(cfg, run_dir, kind)
-    return current_manifest(run_dir, stage.name, stage.config, stage.inputs, stage.outputs) is not None
 
 
 def side_by_side(cfg: PipelineConfig) -> bool:
