@@ -3,11 +3,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN ?= runs/demo
 PIPELINE ?= pipelines/demo.yaml
+SEEDS ?= 0 1 2
 export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install install-vllm test test-vllm demo bench lint initial-train augmented-train clean
+.PHONY: install install-vllm test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +37,11 @@ test-vllm: install-vllm
 
 demo: install
 	$(BIN)/sws run $(PIPELINE) --run $(RUN)
+
+# The demo once per seed (runs/demo-s0, …), then augmented − baseline over them: mean and spread.
+demo-seeds: install
+	@for seed in $(SEEDS); do $(BIN)/sws run $(PIPELINE) --run $(RUN)-s$$seed --seed $$seed || exit 1; done
+	$(BIN)/sws compare $(foreach seed,$(SEEDS),$(RUN)-s$(seed))
 
 initial-train: install
 	$(BIN)/sws train initial --run $(RUN)

@@ -294,6 +294,21 @@ def sample(
         typer.echo(f"--- completion {index} ({completion.tokens} tokens)\n{completion.text}")
 
 
+@command(epilog="Example: sws compare runs/demo-s0 runs/demo-s1 runs/demo-s2")
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, each evaluated by `sws eval`.")],
+) -> None:
+    """Augmented − baseline on the weak problems across runs (seeds): each run's, their mean and spread."""
+    from rich.console import Console
+
+    from sws import compare as comparison
+
+    results = [comparison.run_result(run) for run in runs]
+    console = Console()
+    console.print(comparison.comparison_table(results))
+    console.print(comparison.verdict(results))
+
+
 @command("run", epilog="Example: sws run pipelines/demo.yaml --run runs/demo --seed 1")
 def run_pipeline(
     pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/demo.yaml.")],
