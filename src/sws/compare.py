@@ -7,19 +7,17 @@ paper's claim is about what holds over seeds. Each run contributes the overall s
 
 from __future__ import annotations
 
-import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
 from sws.config import load_config, run_config_path
 from sws.errors import UserError
-from sws.stages.evaluate import summary_path
+from sws.stages.evaluate import HEADLINE_CHECKPOINTS, read_summary, summary_path
 
-CHECKPOINTS = ("initial", "baseline", "augmented")
 # summary.json prefix -> column title of its augmented − baseline
 GAPS = {"weak_solved": "aug − base", "weak_like_solved": "aug − base, fresh"}
 CAPTIONS = {"weak_solved": "aug − base: augmented − baseline, in points",
@@ -36,16 +34,10 @@ class RunResult:
 
 def run_result(run_dir: Path) -> RunResult:
     """The overall shares and differences of one evaluated run; a UserError names what is missing."""
-    path = summary_path(run_dir)
-    if not path.is_file():
-        raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
-    try:
-        summary: dict[str, Any] = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON ({exc.msg}); rerun `sws eval --run {run_dir} --force`") from None
+    summary = read_summary(run_dir)
     for checkpoint in ("baseline", "augmented"):
         if f"weak_solved_{checkpoint}" not in summary:
-            raise UserError(f"{path}: field 'weak_solved_{checkpoint}' missing; train it "
+            raise UserError(f"{summary_path(run_dir)}: field 'weak_solved_{checkpoint}' missing; train it "
                             f"(`sws train {checkpoint} --run {run_dir}`), then rerun `sws eval --run {run_dir}`")
 
     def overall(prefix: str, checkpoint: str) -> float | None:
@@ -58,7 +50,7 @@ def run_result(run_dir: Path) -> RunResult:
     return RunResult(
         run=Path(run_dir),
         seed=load_config(run_config_path(run_dir)).seed if run_config_path(run_dir).is_file() else None,
-        solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in CHECKPOINTS},
+        solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS},
         gaps={prefix: gap(prefix) for prefix in GAPS},
     )
 
@@ -70,29 +62,44 @@ def spread(values: list[float | None]) -> tuple[float | None, float | None]:
     return mean, statistics.stdev(measured) if len(measured) > 1 else None
 
 
+def share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def points(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:+.1f}"
+
+
+def points_apart(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
 def comparison_table(results: list[RunResult]) -> Table:
     """One row per run (its shares and differences), then the mean and standard deviation of each column."""
     shown_gaps = [prefix for prefix in GAPS if any(result.gaps[prefix] is not None for result in results)]
+    # (title, one value per run, how a value and the mean are shown, how the sd is shown)
+    columns: list[tuple[str, list[float | None], Callable, Callable]] = [
+        *((name, [result.solved[name] for result in results], share, share) for name in HEADLINE_CHECKPOINTS),
+        *((GAPS[prefix], [result.gaps[prefix] for result in results], points, points_apart)
+          for prefix in shown_gaps),
+    ]
     table = Table(title=f"Previously weak problems solved, over {len(results)} runs",
                   caption="; ".join(CAPTIONS[prefix] for prefix in shown_gaps))
-    for title in ("run", "seed", *CHECKPOINTS, *(GAPS[prefix] for prefix in shown_gaps)):
-        table.add_column(title, justify="left" if title == "run" else "right")
-
-    def share(value: float | None) -> str:
-        return "–" if value is None else f"{value:.1%}"
-
-    def points(value: float | None) -> str:
-        return "–" if value is None else f"{100 * value:+.1f}"
-
+    table.add_column("run")
+    table.add_column("seed", justify="right")
+    for title, *_ in columns:
+        table.add_column(title, justify="right")
     for index, result in enumerate(results):
-        table.add_row(str(result.run), "–" if result.seed is None else str(result.seed), *(share(result.solved[name]) for name in CHECKPOINTS),
-                      *(points(result.gaps[prefix]) for prefix in shown_gaps), end_section=index == len(results) - 1)
-    columns = [[result.solved[name] for result in results] for name in CHECKPOINTS]
-    gap_columns = [[result.gaps[prefix] for result in results] for prefix in shown_gaps]
-    means, deviations = zip(*(spread(column) for column in [*columns, *gap_columns]), strict=True)
-    table.add_row("[bold]mean[/bold]", "", *map(share, means[:len(columns)]), *map(points, means[len(columns):]))
-    table.add_row("[bold]sd[/bold]", "", *map(share, deviations[:len(columns)]),
-                  *(("–" if value is None else f"{100 * value:.1f}") for value in deviations[len(columns):]))
+        table.add_row(str(result.run), "–" if result.seed is None else str(result.seed),
+                      *(shown(values[index]) for _, values, shown, _ in columns),
+                      end_section=index == len(results) - 1)
+    means, deviations = [], []
+    for _, values, shown, shown_sd in columns:
+        mean, deviation = spread(values)
+        means.append(shown(mean))
+        deviations.append(shown_sd(deviation))
+    table.add_row("[bold]mean[/bold]", "", *means)
+    table.add_row("[bold]sd[/bold]", "", *deviations)
     return table
 
 
@@ -101,5 +108,5 @@ def verdict(results: list[RunResult]) -> str:
     gaps = [result.gaps["weak_solved"] for result in results]
     ahead = sum(gap > 0 for gap in gaps if gap is not None)
     mean, deviation = spread(gaps)
-    sd = "" if deviation is None else f", sd {100 * deviation:.1f}"
-    return f"augmented ahead of the baseline in {ahead} of {len(results)} runs; mean {100 * mean:+.1f} points{sd}"
+    sd = "" if deviation is None else f", sd {points_apart(deviation)}"
+    return f"augmented ahead of the baseline in {ahead} of {len(results)} runs; mean {points(mean)} points{sd}"

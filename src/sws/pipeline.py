@@ -9,7 +9,6 @@ previously weak problems each policy solves, per category.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,10 +21,8 @@ from rich.table import Table
 from sws import ui
 from sws.artifacts import StageResult, run_stage
 from sws.config import PipelineConfig, save_run_config, with_overrides
-from sws.errors import UserError
 from sws.stages import difficulty, evaluate, export, identify, mix, prepare, report, synthesize, train
 
-HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
 SEED_SET_STAGE = "seed_set"
 
 
@@ -102,7 +99,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> None:
 
 def headline_table(summary: dict[str, Any]) -> Table:
     """Per category and overall: the share of previously weak problems each policy solves greedily."""
-    present = [name for name in HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
+    present = [name for name in evaluate.HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
     table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
     table.add_column("category")
     for name in present:
@@ -129,13 +126,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
 
 
 def print_headline(run_dir: Path, console: Console | None = None) -> None:
-    path = evaluate.summary_path(run_dir)
-    if not path.exists():
-        raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
+    headline = evaluate.read_summary(run_dir)
     console = console or Console()
-    headline = json.loads(path.read_text())
     console.print(headline_table(headline))
-    like = [(name, headline.get(f"weak_like_solved_{name}", {}).get("overall")) for name in HEADLINE_CHECKPOINTS]
+    like = [(name, headline.get(f"weak_like_solved_{name}", {}).get("overall"))
+            for name in evaluate.HEADLINE_CHECKPOINTS]
     if any(share is not None for _, share in like):
         console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
                       + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))

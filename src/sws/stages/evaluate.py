@@ -10,6 +10,7 @@ weak problems each checkpoint solves greedily) and `summary.json` (the headline)
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,8 @@ STAGE = "eval"
 CHECKPOINTS = ("start", "initial", "baseline", "augmented")
 WEAK_SET = "weak"
 WEAK_LIKE_SET = "weak_like"
+# The checkpoints the headline compares, in its order.
+HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
 SEED_SET = "seed"
 OVERALL = "overall"
 # Held-out arith problems come from a seed stream the seed set never uses.
@@ -60,6 +63,17 @@ class EvalSet:
 
 def summary_path(run_dir: Path) -> Path:
     return Path(run_dir) / "summary.json"
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """The run's summary.json; a UserError names the command that writes it when it is missing or broken."""
+    path = summary_path(run_dir)
+    if not path.is_file():
+        raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON ({exc.msg}); rerun `sws eval --run {run_dir} --force`") from None
 
 
 def part_path(run_dir: Path, checkpoint: str) -> Path:
