@@ -12,7 +12,7 @@ from sws.config import PipelineConfig, save_run_config
 from sws.errors import UserError
 
 
-def evaluated_run(root: Path, seed: int, baseline: float, augmented: float, like: tuple | None = None) -> Path:
+def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: float | None, like: tuple | None = None) -> Path:
     run = root / f"run-s{seed}"
     save_run_config(run, PipelineConfig(seed=seed))
     summary = {f"weak_solved_{name}": {"overall": share, "per_category": {}}
@@ -55,6 +55,12 @@ def test_the_fresh_problems_column_appears_only_where_eval_measured_it(tmp_path:
 def test_one_run_has_no_spread(tmp_path: Path) -> None:
     result = compare.run_result(evaluated_run(tmp_path, 0, 0.2, 0.3))
     assert compare.verdict([result]) == "augmented ahead of the baseline in 1 of 1 runs; mean +10.0 points"
+
+
+def test_runs_without_weak_problems_say_so(tmp_path: Path) -> None:
+    result = compare.run_result(evaluated_run(tmp_path, 0, None, None))
+    assert result.gaps["weak_solved"] is None
+    assert compare.verdict([result]) == "no run measured augmented − baseline: none had weak problems"
 
 
 def test_a_run_without_a_baseline_names_the_training_to_do(tmp_path: Path) -> None:

@@ -108,5 +108,7 @@ def verdict(results: list[RunResult]) -> str:
     gaps = [result.gaps["weak_solved"] for result in results]
     ahead = sum(gap > 0 for gap in gaps if gap is not None)
     mean, deviation = spread(gaps)
+    if mean is None:
+        return "no run measured augmented − baseline: none had weak problems"
     sd = "" if deviation is None else f", sd {points_apart(deviation)}"
     return f"augmented ahead of the baseline in {ahead} of {len(results)} runs; mean {points(mean)} points{sd}"
