@@ -1,5 +1,5 @@
 import polars as pl
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sws.artifacts import SCHEMAS
@@ -53,6 +53,8 @@ def test_truncate_after_forgets_later_steps_on_disk_and_in_the_buffer(tmp_path):
     kills=st.lists(st.tuples(st.integers(1, 30), st.booleans()), max_size=3),
     groups_per_step=st.integers(1, 3),
 )
+# A kill on the last step after its checkpoint is complete: the rerun finds every step done.
+@example(total_steps=3, save_every=1, kills=[(2, False), (2, False)], groups_per_step=1)
 def test_killed_and_resumed_runs_log_every_step_exactly_once(
     tmp_path_factory, total_steps, save_every, kills, groups_per_step
 ):
@@ -68,6 +70,8 @@ def test_killed_and_resumed_runs_log_every_step_exactly_once(
     while not finished:
         log = RolloutLog(shard_dir)
         log.truncate_after(checkpoint)
+        if checkpoint == total_steps:
+            break
         step = checkpoint
         while True:
             step += 1
