@@ -11,11 +11,11 @@ import json
 import random
 import re
 import time
-from pathlib import Path
 
 from sws.grading import GradingPool
+from sws.stages.prepare import DATA_DIR
 
-MATH_TRAIN = Path(__file__).resolve().parents[1] / "data" / "math_train.json"
+MATH_TRAIN = DATA_DIR / "math_train.json"
 N_ANSWERS = 300
 
 

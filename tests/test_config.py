@@ -8,7 +8,6 @@ from sws.config import (
     load_config,
     load_run_config,
     parse_config,
-    run_config_path,
     save_run_config,
     with_overrides,
 )
@@ -93,4 +92,4 @@ def test_a_saved_config_reads_back_equal(tmp_path):
     config = PipelineConfig(seed=2).model_copy(update={"prepare": parse_config(
         {"prepare": {"input": "x.json", "categories": ["Algebra"]}}, "test").prepare})
     save_run_config(tmp_path, config)
-    assert load_config(run_config_path(tmp_path)) == config
+    assert load_run_config(tmp_path) == config

@@ -3,14 +3,14 @@ import multiprocessing
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 from sws import grading
 from sws.grading import AnswerGroup, GradingPool, extract_answer, group_answers
+from sws.stages.prepare import DATA_DIR
 
-MATH_TRAIN = Path(__file__).resolve().parents[1] / "data" / "math_train.json"
+MATH_TRAIN = DATA_DIR / "math_train.json"
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from sws.problem_filters import prefilter_reason, token_count
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from sws.stages.prepare import DATA_DIR as DATA
 
 
 def reason(problem: str | None) -> str | None:

@@ -112,17 +112,83 @@ def empty_table(name: str, extra: dict[str, pl.DataType] | None = None) -> pl.Da
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file in the same directory and rename it into place."""
+    """Write through a temporary file in the same directory, fsync it, and rename it into place.
+
+    Inside a running stage, a declared output is staged instead: `run_stage` renames it into place together
+    with the stage's other outputs once the body has finished, then writes the manifest.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        os.replace(tmp, path)
+        os.chmod(tmp, 0o666 & ~_umask())
+        _fsync(tmp)
+        staging = _stage_of(path)
+        if staging is not None:
+            staging.stage(path, Path(tmp))
+            tmp = ""
+        else:
+            os.replace(tmp, path)
+            _fsync(path.parent)
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+TEMP_SUFFIX = ".tmp"
+
+
+def _umask() -> int:
+    """The process umask (mkstemp creates files 0600 whatever it is); os.umask can only swap it, so swap back."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: Path | str) -> None:
+    """Flush a file's data, or a directory's entries (after a rename), to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _OutputSet:
+    """The declared file outputs of the running stage, and the staged temporary file written for each so far."""
+
+    declared: set[Path]
+    staged: dict[Path, Path] = field(default_factory=dict)
+
+    def stage(self, final: Path, temporary: Path) -> None:
+        previous = self.staged.pop(final.resolve(), None)
+        if previous is not None:
+            previous.unlink(missing_ok=True)
+        self.staged[final.resolve()] = temporary
+
+    def commit(self) -> None:
+        for final, temporary in self.staged.items():
+            os.replace(temporary, final)
+        for folder in {final.parent for final in self.staged}:
+            _fsync(folder)
+        self.staged.clear()
+
+    def discard(self) -> None:
+        for temporary in self.staged.values():
+            temporary.unlink(missing_ok=True)
+        self.staged.clear()
+
+
+_running: list[_OutputSet] = []
+
+
+def _stage_of(path: Path) -> _OutputSet | None:
+    if _running and path.resolve() in _running[-1].declared:
+        return _running[-1]
+    return None
 
 
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
@@ -235,28 +301,41 @@ class StageResult:
     seconds: float = 0.0
 
 
+def _relative_names(run_dir: Path, paths: list[Path]) -> dict[str, Path]:
+    return {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): Path(p) for p in paths}
+
+
 def inputs_fingerprint(run_dir: Path, inputs: list[Path]) -> dict[str, str]:
-    return {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): fingerprint(p)
-            for p in inputs}
+    return {name: fingerprint(path) for name, path in _relative_names(run_dir, inputs).items()}
+
+
+def stale_reason(previous: dict[str, Any] | None, wanted_hash: str, inputs_fp: dict[str, str],
+                 outputs_fp: dict[str, str]) -> str | None:
+    """Why a stage with manifest `previous` must run (None: it is current, every output as it wrote it)."""
+    if previous is None:
+        return "not run yet"
+    if previous.get("config_hash") != wanted_hash:
+        return "its settings changed"
+    recorded_inputs = previous.get("inputs", {})
+    changed = [name for name in sorted({*inputs_fp, *recorded_inputs}) if inputs_fp.get(name) != recorded_inputs.get(name)]
+    if changed:
+        return f"input {changed[0]} changed"
+    recorded_outputs = previous.get("outputs", {})
+    for name, now in outputs_fp.items():
+        if now == "missing":
+            return f"output {name} is missing"
+        if recorded_outputs.get(name) != now:
+            return f"output {name} is not the file this stage wrote (changed, replaced or damaged)"
+    return None
 
 
 def current_manifest(run_dir: Path, stage: str, config: Any, inputs: list[Path],
                      outputs: list[Path]) -> dict[str, Any] | None:
-    """The stage's manifest if it matches this config and these inputs and every output exists, else None."""
-    return _matching_manifest(run_dir, stage, config_hash(config), inputs_fingerprint(run_dir, inputs), outputs)
-
-
-def _matching_manifest(run_dir: Path, stage: str, wanted_hash: str, inputs_fp: dict[str, str],
-                       outputs: list[Path]) -> dict[str, Any] | None:
+    """The stage's manifest if it matches this config, these inputs and the outputs as it wrote them, else None."""
     previous = read_manifest(run_dir, stage)
-    if (
-        previous is not None
-        and previous.get("config_hash") == wanted_hash
-        and previous.get("inputs") == inputs_fp
-        and all(Path(p).exists() for p in outputs)
-    ):
-        return previous
-    return None
+    reason = stale_reason(previous, config_hash(config), inputs_fingerprint(run_dir, inputs),
+                          inputs_fingerprint(run_dir, outputs))
+    return previous if reason is None else None
 
 
 def run_stage(
@@ -269,19 +348,41 @@ def run_stage(
     body: Callable[[], StageResult],
     force: bool = False,
 ) -> StageResult:
-    """Run `body` unless the stage's manifest matches its config and inputs and all outputs exist.
+    """Run `body` unless the stage's manifest matches its config, its inputs and its outputs' fingerprints.
 
-    The manifest is written only after `body` returns, so a crash leaves the stage not done.
+    The outputs are committed as a set: the manifest is removed before the body runs, the body's writes to
+    declared output files are staged, and only after it returns are they renamed into place and the manifest
+    written, each with fsync. A kill at any instant leaves the old outputs or the new ones, and a manifest
+    only beside the set it describes. (Folder outputs, such as a model, are written in place by their
+    producer; the missing manifest marks them unfinished until the stage completes.)
     """
     run_dir = Path(run_dir)
     wanted_hash = config_hash(config)
     inputs_fp = inputs_fingerprint(run_dir, inputs)
-    previous = None if force else _matching_manifest(run_dir, stage, wanted_hash, inputs_fp, outputs)
-    if previous is not None:
+    previous = read_manifest(run_dir, stage)
+    reason = stale_reason(previous, wanted_hash, inputs_fp, inputs_fingerprint(run_dir, outputs))
+    if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+    if reason is not None and reason.startswith("output"):
+        ui.info(f"{stage}: {reason}; running it again")
+    _remove_manifest(run_dir, stage)
+    _remove_leftover_temporaries(outputs)
     started = time.perf_counter()
-    result = body()
+    declared = _OutputSet({Path(p).resolve() for p in outputs if not Path(p).is_dir()})
+    _running.append(declared)
+    try:
+        result = body()
+    except BaseException:
+        declared.discard()
+        _restore_if_untouched(run_dir, stage, previous, outputs)
+        raise
+    finally:
+        _running.pop()
+    declared.commit()
+    missing = [str(p) for p in outputs if not Path(p).exists()]
+    if missing:
+        raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
     result.seconds = round(time.perf_counter() - started, 3)
     write_json(
         manifest_path(run_dir, stage),
@@ -289,7 +390,7 @@ def run_stage(
             "stage": stage,
             "config_hash": wanted_hash,
             "inputs": inputs_fp,
-            "outputs": {str(Path(p).name): fingerprint(p) for p in outputs},
+            "outputs": inputs_fingerprint(run_dir, outputs),
             "rows": result.rows,
             "info": result.info,
             "seconds": result.seconds,
@@ -298,3 +399,28 @@ def run_stage(
         },
     )
     return result
+
+
+def _remove_manifest(run_dir: Path, stage: str) -> None:
+    path = manifest_path(run_dir, stage)
+    if path.exists():
+        path.unlink()
+        _fsync(path.parent)
+
+
+def _restore_if_untouched(run_dir: Path, stage: str, previous: dict[str, Any] | None, outputs: list[Path]) -> None:
+    """After a failed body: put back the old manifest if the outputs are still the ones it describes.
+
+    Staged writes never reach the outputs, so a body that fails (bad input, say) normally leaves the old set,
+    and the old manifest is still true of it. Only a folder output written in place can differ.
+    """
+    if previous is not None and previous.get("outputs") == inputs_fingerprint(run_dir, outputs):
+        write_json(manifest_path(run_dir, stage), previous)
+
+
+def _remove_leftover_temporaries(outputs: list[Path]) -> None:
+    """Temporary files of these outputs left by a killed earlier run (one writer per run: none is in use)."""
+    for output in map(Path, outputs):
+        if output.parent.is_dir():
+            for leftover in output.parent.glob(f".{output.name}.*{TEMP_SUFFIX}"):
+                leftover.unlink(missing_ok=True)

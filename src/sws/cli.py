@@ -5,15 +5,16 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from sws import ui
-from sws.config import PipelineConfig, load_run_config, save_run_config
+from sws import preflight, ui
+from sws.config import PipelineConfig, load_run_config, run_config_path, save_run_config
 from sws.errors import UserError
+from sws.run_lock import run_lock
 
 app = typer.Typer(
     help="sws: turn a preliminary RL run's failures into verified synthetic problems and an augmented RL run.\n\n"
@@ -25,10 +26,11 @@ app = typer.Typer(
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a UserError into one line on stderr and exit code 2.
+    """Turn what a user can cause into one line on stderr: UserError and OSError exit 2, Ctrl-C exits 130.
 
     typer >= 0.29 vendors its own click, so a `click.ClickException` subclass would escape as a traceback;
-    `typer.Exit` is what typer's runner turns into an exit code.
+    `typer.Exit` is what typer's runner turns into an exit code. Writes are atomic and stages commit their
+    outputs as a set, so an interrupted command leaves every finished artifact as it was.
     """
 
     @functools.wraps(fn)
@@ -38,8 +40,20 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except UserError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(2) from None
+        except OSError as exc:
+            print(f"error: {os_error_line(exc)}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            print("error: interrupted; finished stages are kept, the same command resumes", file=sys.stderr)
+            raise typer.Exit(130) from None
 
     return wrapper
+
+
+def os_error_line(exc: OSError) -> str:
+    """`<path>: <reason>` for an error the operating system raised (read-only or full disk, not a folder, ...)."""
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
 def command(
@@ -61,11 +75,27 @@ PipelineOpt = Annotated[
 ForceOpt = Annotated[bool, typer.Option("--force", help="Rerun even if the stage's manifest is current.")]
 
 
-def resolve_config(run: Path, pipeline: Path | None, overrides: dict[str, Any]) -> PipelineConfig:
-    """Load the config for a command, apply its options, and save the result as the run's config.yaml."""
-    config = load_run_config(run, pipeline, overrides)
-    save_run_config(run, config)
-    return config
+def check_run_dir(run: Path) -> None:
+    if run.exists() and not run.is_dir():
+        raise UserError(f"{run}: not a directory; --run takes a run directory (new or existing)")
+
+
+def run_command(
+    run: Path, pipeline: Path | None, overrides: dict[str, Any], action: Callable[[PipelineConfig], Any],
+    command: str = "", steps: Iterable[str] = (),
+) -> PipelineConfig:
+    """Hold the run's lock, resolve the config, check what needs no model, run `action`, then save the config.
+
+    `config.yaml` records what the last successful command ran with, so a failing one leaves it unchanged.
+    """
+    check_run_dir(run)
+    with run_lock(run):
+        cfg = load_run_config(run, pipeline, overrides)
+        source = pipeline or (run_config_path(run) if run_config_path(run).exists() else "command-line options")
+        preflight.check(cfg, command, source, steps)
+        action(cfg)
+        save_run_config(run, cfg)
+    return cfg
 
 
 @app.callback()
@@ -76,7 +106,10 @@ def _main(quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress
 @command(epilog="Example: sws prepare --input data/math_train.json --run runs/math")
 def prepare(
     run: RunOpt,
-    input: Annotated[Path, typer.Option("--input", help="Seed set: JSON list, JSONL or Parquet.")],
+    input: Annotated[
+        Path | None, typer.Option("--input", help="Seed set: JSON list, JSONL or Parquet (default: the --preset's "
+                                  "shipped file).")
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option(help="Field layout of a known file: math, math500, aime24, aime25, gsm8k "
@@ -95,15 +128,12 @@ def prepare(
     """Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a reason)."""
     from sws.stages import prepare as stage
 
-    cfg = load_run_config(run, config, {
-        "prepare.input": str(input), "prepare.preset": preset, "prepare.problem_field": problem_field,
-        "prepare.answer_field": answer_field, "prepare.category_field": category_field,
-        "prepare.id_field": id_field,
+    run_command(run, config, {
+        "prepare.input": str(input) if input else None, "prepare.preset": preset,
+        "prepare.problem_field": problem_field, "prepare.answer_field": answer_field,
+        "prepare.category_field": category_field, "prepare.id_field": id_field,
         "prepare.categories": [name.strip() for name in categories.split(",")] if categories else None,
-    })
-    stage.run(cfg, run, force=force)
-    # Saved only once the input proved usable, so a bad --input leaves the run's config.yaml as it was.
-    save_run_config(run, cfg)
+    }, lambda cfg: stage.run(cfg, run, force=force), "prepare")
 
 
 @command(epilog="Example: sws ingest --run runs/math --verl-dumps outputs/rollout_data --seed-file train.parquet")
@@ -129,11 +159,10 @@ def ingest(
     if (verl_dumps is None) == (acc_records is None):
         raise UserError("sws ingest: pass exactly one of --verl-dumps DIR or --acc-records FILE")
     log_format, log_path = ("verl", verl_dumps) if verl_dumps is not None else ("acc_records", acc_records)
-    cfg = resolve_config(run, config, {
+    run_command(run, config, {
         "ingest.format": log_format, "ingest.path": str(log_path),
         "ingest.seed_file": str(seed_file) if seed_file else None,
-    })
-    stage.run(cfg, run, force=force)
+    }, lambda cfg: stage.run(cfg, run, force=force), "ingest")
 
 
 @command(epilog="Example: sws identify --run runs/demo --max-acc 0.5 --min-records 2")
@@ -149,11 +178,10 @@ def identify(
     """Find the problems the policy keeps failing and each category's synthesis budget share."""
     from sws.stages import identify as stage
 
-    cfg = resolve_config(run, config, {
+    run_command(run, config, {
         "identify.max_acc": max_acc, "identify.max_slope": max_slope, "identify.strict": strict,
         "identify.min_records": min_records,
-    })
-    stage.run(cfg, run, force=force)
+    }, lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine --budget 100")
@@ -170,8 +198,8 @@ def synthesize(
     from sws.stages import synthesize as stage
 
     chosen = stage.parse_steps(steps)
-    cfg = resolve_config(run, config, {"synthesize.budget": budget})
-    stage.run(cfg, run, force=force, steps=chosen)
+    run_command(run, config, {"synthesize.budget": budget},
+                lambda cfg: stage.run(cfg, run, force=force, steps=chosen), "synthesize", chosen)
 
 
 @command(epilog="Example: sws train initial --run runs/demo --steps 200")
@@ -188,8 +216,8 @@ def train(
 
     if kind not in TRAIN_KINDS:
         raise UserError(f"training kind '{kind}' is not known; use one of: {', '.join(TRAIN_KINDS)}")
-    cfg = resolve_config(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps})
-    stage.run(cfg, run, force=force, kind=kind)
+    run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
+                lambda cfg: stage.run(cfg, run, force=force, kind=kind))
 
 
 @command("filter", epilog="Example: sws filter --run runs/demo --band 0.25 0.75 --rollouts 8")
@@ -206,8 +234,8 @@ def filter_by_difficulty(
     """Keep the labeled problems the initially trained policy solves sometimes, neither never nor always."""
     from sws.stages import difficulty as stage
 
-    cfg = resolve_config(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts})
-    stage.run(cfg, run, force=force)
+    run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts},
+                lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws mix --run runs/demo")
@@ -215,7 +243,7 @@ def mix(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> Non
     """Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter."""
     from sws.stages import mix as stage
 
-    stage.run(resolve_config(run, config, {}), run, force=force)
+    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet")
@@ -233,7 +261,7 @@ def export(
 
     if format != "verl":
         raise UserError(f"export format '{format}' is not known; use: sws export verl --run {run}")
-    stage.run(resolve_config(run, config, {}), run, force=force, table=table, out=out, split=split)
+    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force, table=table, out=out, split=split))
 
 
 @command("eval", epilog="Example: sws eval --run runs/demo --k 8")
@@ -249,10 +277,8 @@ def evaluate(
     """Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves."""
     from sws.stages import evaluate as stage
 
-    cfg = resolve_config(run, config, {
-        "eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
-    })
-    stage.run(cfg, run, force=force)
+    run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None},
+                lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws report --run runs/demo")
@@ -260,7 +286,7 @@ def report(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> 
     """Write report.html: one self-contained page with every plot and table of the run."""
     from sws.stages import report as stage
 
-    stage.run(resolve_config(run, config, {}), run, force=force)
+    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws sample --run runs/demo --role policy --prompt 'Compute 47+85.' -n 4")
@@ -319,8 +345,10 @@ def run_pipeline(
     """Run every stage of a pipeline in order, skipping those already done; print the headline."""
     from sws import pipeline as runner
 
-    cfg = resolve_config(run, pipeline, {"seed": seed})
-    runner.run(cfg, run, force=force)
+    check_run_dir(run)
+    with run_lock(run):
+        cfg = load_run_config(run, pipeline, {"seed": seed})
+        runner.run(cfg, run, force=force, source=pipeline)
     runner.print_headline(run)
 
 

@@ -7,18 +7,20 @@ Unknown keys are errors that name the key.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sws.artifacts import write_text
 from sws.errors import UserError
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN passes every `<=` check as False, so a NaN threshold would silently change what a rule selects.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class EngineConfig(Section):
@@ -27,21 +29,24 @@ class EngineConfig(Section):
     engine: str = "oracle"
     model: str = "arith-oracle"
     options: dict[str, Any] = Field(default_factory=dict)
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 1024
+    temperature: float = Field(0.7, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(1024, ge=1)
 
 
 class EmbedderConfig(Section):
     model: str = "all-MiniLM-L6-v2"
-    batch_size: int = 256
+    batch_size: int = Field(256, ge=1)
 
 
 class RolesConfig(Section):
-    extractor: EngineConfig = Field(default_factory=EngineConfig)
-    generator: EngineConfig = Field(default_factory=EngineConfig)
-    judges: list[EngineConfig] = Field(default_factory=lambda: [EngineConfig()])
-    labeler: EngineConfig = Field(default_factory=EngineConfig)
+    """The models of the method. A teacher role left out takes its world's default (`WORLD_DEFAULTS`); a world
+    without a built-in teacher (math) needs it set, which `require_roles` checks before any model is called."""
+
+    extractor: EngineConfig | None = None
+    generator: EngineConfig | None = None
+    judges: list[EngineConfig] | None = Field(None, min_length=1)
+    labeler: EngineConfig | None = None
     # An empty model means the run's initial checkpoint (train/initial/final).
     policy: EngineConfig = Field(default_factory=lambda: EngineConfig(engine="hf", model="", temperature=1.0))
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -81,8 +86,9 @@ class IngestConfig(Section):
 class IdentifyConfig(Section):
     """`sws identify`: weak <=> n_record >= min_records, max_acc <= max_acc and slope <= max_slope (< if strict)."""
 
-    max_acc: float = 0.5
-    max_slope: float = 0.0
+    max_acc: float = Field(0.5, ge=0, le=1)
+    # An accuracy trajectory's OLS slope lies in [-1, 1].
+    max_slope: float = Field(0.0, ge=-1, le=1)
     strict: bool = False
     min_records: int = Field(1, ge=0)
 
@@ -94,30 +100,30 @@ class SynthesizeConfig(Section):
     concepts_per_problem: int = Field(5, ge=1)
     set_size: int = Field(5, ge=1)
     temperature: float = Field(0.2, gt=0)
-    cooc_weight: float = 1.0
-    sim_weight: float = 1.0
+    cooc_weight: float = Field(1.0, ge=0)
+    sim_weight: float = Field(1.0, ge=0)
     levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     # Problems per distinct concept set when a category's concepts cannot supply its quota of distinct sets
     # (a small concept vocabulary, like the arith world's); 1 keeps the paper's one problem per set.
     max_problems_per_set: int = Field(1, ge=1)
-    min_problem_chars: int = 10
-    max_problem_tokens: int = 400
+    min_problem_chars: int = Field(10, ge=0)
+    max_problem_tokens: int = Field(400, ge=1)
     near_duplicate_threshold: float = Field(0.9, ge=0, le=1)
     # Shorter problems (normalised) are duplicates only when equal; see sws.near_duplicates.
-    near_duplicate_min_chars: int = 40
+    near_duplicate_min_chars: int = Field(40, ge=0)
     # JSON / JSONL / Parquet files with a `problem` (or `question`) field, e.g. benchmark test sets; generated
     # problems too close to one of them (or to the seed set) are rejected.
     reference_files: list[str] = Field(default_factory=list)
     # Folder of replacement prompt templates (extract.md, generate.md, rate.md, label.md); None: the shipped ones.
     prompt_dir: str | None = None
     ratings_per_judge: int = Field(1, ge=1)
-    min_perfect_ratio: float = 0.5
+    min_perfect_ratio: float = Field(0.5, ge=0, le=1)
     allow_bad: bool = False
     label_samples: int = Field(8, ge=1)
-    min_consistency: float = 0.5
+    min_consistency: float = Field(0.5, ge=0, le=1)
     weak_to_strong: bool = False
     student_samples: int = Field(8, ge=1)
-    student_min_agreement: float = 0.25
+    student_min_agreement: float = Field(0.25, ge=0, le=1)
     shard_size: int = Field(256, ge=1)
 
 
@@ -199,6 +205,46 @@ class PipelineConfig(Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _world_defaults(cls, data: Any) -> Any:
+        # Assignment to a field of a built config revalidates it with `roles` already a RolesConfig: leave it.
+        if not isinstance(data, dict) or not isinstance(data.get("roles") or {}, dict):
+            return data
+        defaults = WORLD_DEFAULTS.get(data.get("world", "arith"), {})
+        roles = dict(data.get("roles") or {})
+        for role, default in defaults.get("roles", {}).items():
+            if roles.get(role) is None:
+                roles[role] = default
+        return {**data, "roles": roles}
+
+
+# What each world fills in for the settings a pipeline file leaves out. The arith world's rule-based oracle
+# plays every teacher role; the math world has no built-in teacher, so its pipelines name real models.
+ARITH_ORACLE: dict[str, Any] = {"engine": "oracle", "model": "arith-oracle"}
+WORLD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "arith": {"roles": {"extractor": ARITH_ORACLE, "generator": ARITH_ORACLE, "judges": [ARITH_ORACLE],
+                        "labeler": ARITH_ORACLE}},
+    "math": {},
+}
+TEACHER_ROLES = ("extractor", "generator", "judges", "labeler")
+ROLE_SNIPPET = "roles: {%s: %s}"
+ROLE_EXAMPLE = "{engine: openai, model: Qwen/Qwen2.5-7B-Instruct, options: {base_url: 'http://localhost:8000/v1'}}"
+
+
+def require_roles(cfg: PipelineConfig, roles: Iterable[str], source: Path | str) -> None:
+    """UserError for the first of `roles` that is not set, or that asks the arith oracle outside the arith world."""
+    for role in roles:
+        value = getattr(cfg.roles, role)
+        example = f"[{ROLE_EXAMPLE}]" if role == "judges" else ROLE_EXAMPLE
+        if value is None:
+            raise UserError(f"{source}: field 'roles.{role}' is not set, and world '{cfg.world}' has no built-in "
+                            f"teacher; add e.g. `{ROLE_SNIPPET % (role, example)}`")
+        oracle = [engine for engine in (value if isinstance(value, list) else [value]) if engine.engine == "oracle"]
+        if oracle and cfg.world != "arith":
+            raise UserError(f"{source}: field 'roles.{role}' uses the oracle engine, which only knows the arith "
+                            f"world; set a real model, e.g. `{ROLE_SNIPPET % (role, example)}`")
+
 
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:
     error = exc.errors()[0]
@@ -215,16 +261,64 @@ def parse_config(data: dict[str, Any], source: Path | str) -> PipelineConfig:
         raise _first_error(exc, source) from None
 
 
-def load_config(path: Path) -> PipelineConfig:
+# Settings that name files or folders. In a pipeline file a relative path is relative to that file, so a
+# pipeline runs the same from any working directory. Model fields may also be hub ids, so a relative model
+# path is taken from the pipeline's folder only when it exists there.
+PATH_FIELDS = ("prepare.input", "ingest.path", "ingest.seed_file", "synthesize.prompt_dir")
+PATH_LIST_FIELDS = ("synthesize.reference_files",)
+MODEL_FIELDS = ("train.init_model", "roles.extractor.model", "roles.generator.model", "roles.labeler.model",
+                "roles.policy.model")
+
+
+def _resolved(value: Any, base: Path, only_if_exists: bool = False) -> Any:
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    candidate = (base / path).resolve()
+    return str(candidate) if candidate.exists() or not only_if_exists else value
+
+
+def _with_paths_relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    def edit(dotted: str, change: Any) -> None:
+        *parents, leaf = dotted.split(".")
+        node: Any = data
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node:
+            node[leaf] = change(node[leaf])
+
+    for dotted in PATH_FIELDS:
+        edit(dotted, lambda value: _resolved(value, base))
+    for dotted in PATH_LIST_FIELDS:
+        edit(dotted, lambda values: [_resolved(v, base) for v in values] if isinstance(values, list) else values)
+    for dotted in MODEL_FIELDS:
+        edit(dotted, lambda value: _resolved(value, base, only_if_exists=True))
+    judges = (data.get("roles") or {}).get("judges") if isinstance(data.get("roles"), dict) else None
+    for judge in judges if isinstance(judges, list) else []:
+        if isinstance(judge, dict) and "model" in judge:
+            judge["model"] = _resolved(judge["model"], base, only_if_exists=True)
+    return data
+
+
+def load_config(path: Path, paths_relative_to_file: bool = True) -> PipelineConfig:
+    """A pipeline file; with `paths_relative_to_file`, its relative paths are taken from the file's folder."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: pipeline file not found")
+    if not path.is_file():
+        raise UserError(f"{path}: not a file; pass a pipeline YAML file")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file; pass a pipeline YAML file") from None
     if data is not None and not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping of sections at the top level")
+    if data and paths_relative_to_file:
+        data = _with_paths_relative_to(data, path.resolve().parent)
     return parse_config(data or {}, path)
 
 
@@ -253,7 +347,8 @@ def load_run_config(
     if pipeline is not None:
         config = load_config(pipeline)
     elif run_config_path(run_dir).exists():
-        config = load_config(run_config_path(run_dir))
+        # The run's own record: its paths were resolved when it was written.
+        config = load_config(run_config_path(run_dir), paths_relative_to_file=False)
     else:
         config = PipelineConfig()
     return with_overrides(config, overrides or {})

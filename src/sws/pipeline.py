@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sws import ui
+from sws import preflight, ui
 from sws.artifacts import StageResult, run_stage
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.stages import difficulty, evaluate, export, identify, mix, prepare, report, synthesize, train
@@ -83,16 +83,20 @@ def pipeline_steps(cfg: PipelineConfig) -> list[Step]:
     ]
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> None:
-    """Run every step in order; a step whose manifest is current is skipped (all rerun with `force`)."""
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | str | None = None) -> None:
+    """Run every step in order; a step whose manifest is current is skipped (all rerun with `force`).
+
+    Every check that needs no model runs first; `config.yaml` is written after each step that succeeds.
+    """
+    preflight.check(cfg, "run", source or "pipeline", synthesize.STEPS)
     cfg = with_seed_input(cfg, run_dir)
-    save_run_config(run_dir, cfg)
     steps = pipeline_steps(cfg)
     started = time.perf_counter()
     for number, step in enumerate(steps, 1):
         ui.info(f"[bold]── {number}/{len(steps)} {step.name}[/bold]")
         step_started = time.perf_counter()
         step.run(cfg, Path(run_dir), force)
+        save_run_config(run_dir, cfg)
         ui.info(f"{step.name}: {time.perf_counter() - step_started:.1f} s")
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
 

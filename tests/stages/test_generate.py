@@ -17,6 +17,7 @@ from sws.artifacts import read_parquet, read_table, rejected_path, table_path, w
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import generate
+from sws.stages.prepare import DATA_DIR
 from sws.worlds.arith import solve
 
 PREFILTERED_KINDS = {"multi_part", "multiple_choice", "proof", "true_false", "answer_leak"}
@@ -144,10 +145,9 @@ def test_reference_file_without_problem_field_is_a_user_error(tmp_path: Path) ->
 
 
 def test_benchmark_files_as_references(tmp_path: Path) -> None:
-    data = Path(__file__).resolve().parents[2] / "data"
     write_identified_run(tmp_path)
     write_sets(tmp_path, 5)
-    references = [str(data / name) for name in ("math500.json", "aime24.json", "aime25.jsonl", "gsm8k_test.jsonl")]
+    references = [str(DATA_DIR / name) for name in ("math500.json", "aime24.json", "aime25.jsonl", "gsm8k_test.jsonl")]
     generate.run(noisy_oracle_config(reference_files=references), tmp_path)
     assert read_table(tmp_path, "synthetic").height + read_parquet(rejected_path(tmp_path, "synthetic")).height == 5
 

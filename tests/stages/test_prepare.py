@@ -9,9 +9,8 @@ from sws.artifacts import SCHEMAS, manifest_path, read_table, rejected_path, tab
 from sws.cli import app
 from sws.config import PipelineConfig, PrepareConfig
 from sws.stages import prepare
+from sws.stages.prepare import DATA_DIR as DATA
 from sws.stages.prepare import MATH_SUBJECTS, canonical_categories, content_id, load_preset_benchmark
-
-DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def sws(*args: str):

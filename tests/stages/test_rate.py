@@ -8,7 +8,7 @@ import pytest
 from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
 
 from sws.artifacts import read_parquet, read_table, rejected_path, write_table
-from sws.config import PipelineConfig
+from sws.config import PipelineConfig, parse_config
 from sws.errors import UserError
 from sws.stages import rate
 from sws.worlds.arith import solve
@@ -94,12 +94,9 @@ def test_accurate_oracle_judge_removes_exactly_the_defective_problems(tmp_path: 
     assert all(solve(problem).kind == "ill_posed" for problem in rejected["problem"])
 
 
-def test_no_judges_is_a_user_error(tmp_path: Path) -> None:
-    write_synthetic(tmp_path, PROBLEMS[:1])
-    config = PipelineConfig()
-    config.roles.judges = []
+def test_an_empty_judge_list_is_rejected_with_the_config_before_any_step_runs() -> None:
     with pytest.raises(UserError, match="roles.judges"):
-        rate.run(config, tmp_path)
+        parse_config({"roles": {"judges": []}}, "pipeline.yaml")
 
 
 def test_missing_synthetic_names_the_command(tmp_path: Path) -> None:

@@ -44,7 +44,8 @@ from sws.rollouts import TEXT_FIELDS, normalise_text, read_records
 from sws.worlds.arith import CATEGORIES as ARITH_CATEGORIES
 
 STAGE = "prepare"
-DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+# The public math sets shipped inside the package (see its data/README.md), so an installed sws finds them.
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_CATEGORY = "uncategorized"
 MATH_SUBJECTS = (
     "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra",
@@ -295,15 +296,23 @@ def load_preset_benchmark(name: str) -> pl.DataFrame:
 # ---------------------------------------------------------------- the stage
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    settings = cfg.prepare
-    if settings.input is None:
-        raise UserError("prepare.input: no seed set given; pass --input FILE (a JSON list, JSONL or Parquet file)")
+def seed_file(settings: PrepareConfig) -> Path:
+    """`prepare.input`, or with only a preset named, the file of that preset shipped in the package."""
     if settings.preset is not None and settings.preset not in PRESETS:
         raise UserError(f"prepare.preset: unknown preset '{settings.preset}'; use one of {', '.join(PRESETS)} "
                         "or leave it out and name the fields")
-    input_path = Path(settings.input)
+    if settings.input is not None:
+        return Path(settings.input)
+    if settings.preset is not None:
+        return DATA_DIR / PRESETS[settings.preset].file
+    raise UserError("prepare.input: no seed set given; pass --input FILE (a JSON list, JSONL or Parquet file) "
+                    f"or --preset NAME for a shipped set ({', '.join(PRESETS)})")
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    settings = cfg.prepare
+    input_path = seed_file(settings)
     if not input_path.is_file():
         raise UserError(f"{input_path}: file not found; pass --input (prepare.input) a JSON list, JSONL or Parquet file")
     outputs = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems")]

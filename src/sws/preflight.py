@@ -1,0 +1,40 @@
+"""Checks that need no model, run before a command's first stage: the roles its stages call and the files
+its settings name. A mistake found here costs nothing; found after extract, it would cost every call before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from sws.config import PipelineConfig, require_roles
+from sws.errors import UserError
+
+# The teacher roles each synthesis step calls.
+STEP_ROLES = {"extract": ("extractor",), "combine": (), "generate": ("generator",), "rate": ("judges",),
+              "label": ("labeler",)}
+# Settings naming files that a command reads only after model calls (its first stage checks the others).
+COMMAND_FILES = {
+    "synthesize": ("synthesize.reference_files", "synthesize.prompt_dir"),
+    "run": ("synthesize.reference_files", "synthesize.prompt_dir"),
+}
+
+
+def _setting(cfg: PipelineConfig, dotted: str) -> object:
+    node: object = cfg
+    for key in dotted.split("."):
+        node = getattr(node, key)
+    return node
+
+
+def check_files(cfg: PipelineConfig, command: str, source: Path | str) -> None:
+    for dotted in COMMAND_FILES.get(command, ()):
+        value = _setting(cfg, dotted)
+        for path in value if isinstance(value, list) else [value]:
+            if path is not None and not Path(path).exists():
+                raise UserError(f"{source}: field '{dotted}' names {path}, which does not exist; fix the path")
+
+
+def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
+    """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
+    require_roles(cfg, [role for step in steps for role in STEP_ROLES[step]], source)
+    check_files(cfg, command, source)
