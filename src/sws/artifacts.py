@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import tempfile
 import time
 from collections.abc import Callable
@@ -274,6 +275,23 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def cpu_model() -> str:
+    """The CPU's model name: numbers from float kernels can differ between CPU models (vector width, BLAS paths)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment() -> dict[str, Any]:
+    """What a run's numbers depend on besides its config and seed: package versions, CPU, Python, threads."""
+    return {"versions": package_versions(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
+            "python": platform.python_version(), "platform": platform.platform()}
 
 
 def manifest_path(run_dir: Path, stage: str) -> Path:

@@ -49,7 +49,8 @@ def run_result(run_dir: Path) -> RunResult:
 
     return RunResult(
         run=Path(run_dir),
-        seed=load_config(run_config_path(run_dir)).seed if run_config_path(run_dir).is_file() else None,
+        seed=(load_config(run_config_path(run_dir), paths_relative_to_file=False).seed
+              if run_config_path(run_dir).is_file() else None),
         solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS},
         gaps={prefix: gap(prefix) for prefix in GAPS},
     )

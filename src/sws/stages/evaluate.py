@@ -22,6 +22,7 @@ from sws import ui
 from sws.artifacts import (
     StageResult,
     check_schema,
+    environment,
     read_parquet,
     read_table,
     run_stage,
@@ -70,10 +71,27 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     path = summary_path(run_dir)
     if not path.is_file():
         raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
+    rerun = f"rerun `sws eval --run {run_dir} --force`"
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON ({exc.msg}); rerun `sws eval --run {run_dir} --force`") from None
+        summary = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({getattr(exc, 'msg', exc.reason)}); {rerun}") from None
+    if not isinstance(summary, dict):
+        raise UserError(f"{path}: expected a JSON object; {rerun}")
+    for key, value in summary.items():
+        if key.startswith(("weak_solved_", "weak_like_solved_")) and not _is_shares(value):
+            raise UserError(f"{path}: field '{key}' is not {{overall: share, per_category: {{category: share}}}} "
+                            f"with shares as numbers; {rerun}")
+    return summary
+
+
+def _is_shares(value: Any) -> bool:
+    def share(number: Any) -> bool:
+        return number is None or (isinstance(number, int | float) and not isinstance(number, bool))
+
+    return (isinstance(value, dict) and share(value.get("overall"))
+            and isinstance(value.get("per_category", {}), dict)
+            and all(share(number) for number in value.get("per_category", {}).values()))
 
 
 def part_path(run_dir: Path, checkpoint: str) -> Path:
@@ -309,7 +327,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/benchmarks", benchmarks)
         write_table(run_dir, "eval/weakness", weakness_solved)
         headline = summary(weakness_solved, list(checkpoints), benchmarks)
-        write_json(summary_path(run_dir), headline)
+        write_json(summary_path(run_dir), {**headline, "environment": environment()})
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
                            info={"checkpoints": list(checkpoints)})
 

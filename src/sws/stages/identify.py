@@ -45,6 +45,16 @@ def check_rollouts(rollouts: pl.DataFrame, source: Path) -> None:
             raise UserError(f"{source}: column '{column}' {rule}, but {n_bad} rows break that; fix the rollout log")
 
 
+def merge_repeated_records(rollouts: pl.DataFrame) -> pl.DataFrame:
+    """One record per (step, problem_id): rows that repeat one are merged, their `n` and `n_correct` summed.
+
+    A problem has one accuracy per step. A log appended twice, or a problem drawn twice in one step, must not
+    count as two records: that would double its record count and flatten its slope. Summing keeps the step's
+    accuracy for an exact repeat and pools the samples of a real second draw.
+    """
+    return rollouts.group_by("step", "problem_id", maintain_order=True).agg(pl.col("n").sum(), pl.col("n_correct").sum())
+
+
 def record_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
     """One row per problem in the log: `accs` (n_correct / n by step, ties in log order), `n_record`, `max_acc`, `slope`.
 
@@ -163,7 +173,12 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         if problems["problem_id"].n_unique() != problems.height:
             raise UserError(f"{problems_path}: column 'problem_id' repeats values; rerun `sws prepare`")
         check_rollouts(rollouts, rollouts_path)
-        stats = record_stats(rollouts)
+        records = merge_repeated_records(rollouts)
+        n_merged = rollouts.height - records.height
+        if n_merged:
+            ui.info(f"{STAGE}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
+                    "the row before them (n and n_correct summed)")
+        stats = record_stats(records)
         unknown = unknown_problems(stats, problems)
         if unknown.height:
             raise UserError(
@@ -182,7 +197,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         ui.info(f"{STAGE}: {n_weak} of {weakness.height} problems are weak "
                 f"({rollouts.height} rollout records) -> {outputs['weakness']}")
         return StageResult(STAGE, rows={"weakness": weakness.height, "categories": categories.height},
-                           info={"n_weak": n_weak, "n_rollouts": rollouts.height})
+                           info={"n_weak": n_weak, "n_rollouts": rollouts.height, "n_merged_rows": n_merged})
 
     result = run_stage(
         run_dir, STAGE,

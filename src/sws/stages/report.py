@@ -24,6 +24,7 @@ from sws.artifacts import (
     PRODUCERS,
     TRAIN_KINDS,
     StageResult,
+    environment,
     read_manifest,
     read_parquet,
     read_table,
@@ -352,9 +353,23 @@ def teachability_section(page: Page) -> Section:
     return Section(title, body + html_table(table))
 
 
+def environment_section(page: Page) -> Section:
+    title = "Environment"
+    evaluated = evaluate.summary_path(page.run_dir).is_file()
+    recorded = evaluate.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
+    rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")), ("Python", recorded.get("python")),
+            ("platform", recorded.get("platform")),
+            *((package, version) for package, version in sorted(recorded.get("versions", {}).items()))]
+    body = paragraph(f"Where {'`sws eval`' if evaluated else 'this report'} ran. Training and sampling use float kernels whose results can differ "
+                     "between CPU models and library versions, so the same config and seed can give other "
+                     "numbers elsewhere.")
+    table = pl.DataFrame({"component": [name for name, _ in rows], "version": [str(value) for _, value in rows]})
+    return Section(title, body + html_table(table))
+
+
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, band_section, training_section,
-    evaluation_section, mitigation_section, teachability_section,
+    evaluation_section, mitigation_section, teachability_section, environment_section,
 )
 
 
@@ -362,7 +377,7 @@ def input_files(run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, "filtered")]
-    files.append(plots_dir(run_dir) / difficulty.PLOT_NAME)
+    files += [plots_dir(run_dir) / difficulty.PLOT_NAME, evaluate.summary_path(run_dir)]
     files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
     return [path for path in files if path.exists()]
 
