@@ -74,8 +74,10 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     rerun = f"rerun `sws eval --run {run_dir} --force`"
     try:
         summary = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid JSON ({getattr(exc, 'msg', exc.reason)}); {rerun}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON ({exc.msg}); {rerun}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file; {rerun}") from None
     if not isinstance(summary, dict):
         raise UserError(f"{path}: expected a JSON object; {rerun}")
     for key, value in summary.items():
