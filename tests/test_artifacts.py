@@ -1,4 +1,5 @@
 import json
+import os
 
 import polars as pl
 import pytest
@@ -182,3 +183,102 @@ def test_a_corrupt_manifest_means_the_stage_is_not_done(tmp_path):
     stage.run()
     manifest_path(tmp_path, "copy").write_text("{not json")
     assert not stage.run().skipped
+
+
+# ---------------------------------------------------------------- outputs as the stage wrote them
+
+
+class TableStage:
+    """A stage writing two tables through the artifacts module, as the real stages do."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.runs = 0
+        self.outputs = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems")]
+
+    def body(self, during=None) -> StageResult:
+        self.runs += 1
+        write_table(self.run_dir, "problems", problems(self.runs + 1))
+        if during is not None:
+            during()
+        write_rejected(self.run_dir, "problems", problems(1).with_columns(pl.lit("dup").alias("reject_reason")))
+        return StageResult("tables")
+
+    def run(self, force=False, during=None) -> StageResult:
+        return run_stage(self.run_dir, "tables", config={}, inputs=[], outputs=self.outputs,
+                         body=lambda: self.body(during), force=force)
+
+
+def truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def garbage(path):
+    path.write_bytes(b"garbage" * 10)
+
+
+def replace_with_other_rows(path):
+    problems(7).write_parquet(path)
+
+
+def delete(path):
+    path.unlink()
+
+
+@pytest.mark.parametrize("damage", [truncate, garbage, replace_with_other_rows, delete])
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_damaged_output_reruns_the_stage_and_says_which_file(tmp_path, damage, which, capsys):
+    stage = TableStage(tmp_path)
+    stage.run()
+    damage(stage.outputs[which])
+    assert not stage.run().skipped
+    assert stage.outputs[which].name in capsys.readouterr().err
+    assert stage.run().skipped
+    assert read_table(tmp_path, "problems").equals(problems(3))
+
+
+def test_outputs_change_together_after_the_body_and_the_manifest_comes_last(tmp_path):
+    stage = TableStage(tmp_path)
+    stage.run()
+    before = read_table(tmp_path, "problems")
+    seen = {}
+
+    def while_running():
+        seen["problems"] = read_table(tmp_path, "problems")
+        seen["manifest"] = read_manifest(tmp_path, "tables")
+
+    stage.run(force=True, during=while_running)
+    assert seen["problems"].equals(before)
+    assert seen["manifest"] is None
+    assert read_table(tmp_path, "problems").equals(problems(3))
+
+
+def test_a_failing_body_leaves_the_old_outputs_and_their_manifest(tmp_path):
+    stage = TableStage(tmp_path)
+    stage.run()
+
+    def fail():
+        raise UserError("bad input")
+
+    with pytest.raises(UserError):
+        stage.run(force=True, during=fail)
+    assert read_table(tmp_path, "problems").equals(problems(2))
+    assert stage.run().skipped
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_temporaries_of_a_killed_run_are_swept_by_the_next(tmp_path):
+    leftover = tmp_path / f".{table_path(tmp_path, 'problems').name}.abc123.tmp"
+    leftover.write_bytes(b"half")
+    TableStage(tmp_path).run()
+    assert not leftover.exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_artifacts_are_written_with_the_process_umask(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        write_table(tmp_path, "problems", problems())
+    finally:
+        os.umask(previous)
+    assert table_path(tmp_path, "problems").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -123,7 +124,13 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     os.close(fd)
     try:
-        write(Path(tmp))
+        try:
+            write(Path(tmp))
+        except Exception as exc:
+            wrapped = None if isinstance(exc, OSError) else _os_error_inside(exc, path)
+            if wrapped is None:
+                raise
+            raise wrapped from exc
         os.chmod(tmp, 0o666 & ~_umask())
         _fsync(tmp)
         staging = _stage_of(path)
@@ -139,6 +146,17 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
 
 
 TEMP_SUFFIX = ".tmp"
+# Writers with a Rust core (polars) report an operating-system error inside their own exception type.
+RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def _os_error_inside(exc: Exception, path: Path) -> OSError | None:
+    """The OSError (full disk, ...) that a writer library wrapped in its own exception, if it did."""
+    found = RUST_OS_ERROR.search(str(exc))
+    if found is None:
+        return None
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code), str(path))
 
 
 def _umask() -> int:

@@ -38,16 +38,24 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr)
             raise typer.Exit(2) from None
         except OSError as exc:
-            print(f"error: {os_error_line(exc)}", file=sys.stderr)
+            print(f"error: {one_line(os_error_line(exc))}", file=sys.stderr)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             print("error: interrupted; finished stages are kept, the same command resumes", file=sys.stderr)
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+# Characters str.splitlines() breaks at: a value quoted from a user's file must not split the error line.
+LINE_BREAKS = str.maketrans({char: repr(char)[1:-1] for char in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(message: str) -> str:
+    return message.translate(LINE_BREAKS)
 
 
 def os_error_line(exc: OSError) -> str:

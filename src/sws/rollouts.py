@@ -178,7 +178,7 @@ def _read_dump_file(path: Path) -> pl.DataFrame:
     file_step = int(path.stem) if path.stem.isdigit() else None
     acc = pl.col("acc").str.to_lowercase().replace({"true": "1", "false": "0"}).cast(pl.Float64, strict=False)
     lines = raw.select(
-        step=pl.col("step").cast(pl.Float64, strict=False).fill_null(file_step),
+        step=pl.col("step").cast(pl.Float64, strict=False).fill_null(pl.lit(file_step, dtype=pl.Float64)),
         correct=pl.coalesce(acc, pl.col("score").cast(pl.Float64, strict=False)) > CORRECT_SCORE,
         problem_id=pl.when(pl.col("problem_id") != "").then("problem_id"),
         index=pl.col("index").cast(pl.Int64, strict=False),

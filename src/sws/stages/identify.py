@@ -174,18 +174,18 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
             raise UserError(f"{problems_path}: column 'problem_id' repeats values; rerun `sws prepare`")
         check_rollouts(rollouts, rollouts_path)
         records = merge_repeated_records(rollouts)
-        n_merged = rollouts.height - records.height
-        if n_merged:
-            ui.info(f"{STAGE}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
-                    "the row before them (n and n_correct summed)")
         stats = record_stats(records)
         unknown = unknown_problems(stats, problems)
         if unknown.height:
             raise UserError(
-                f"{rollouts_path}: {unknown['n_record'].sum()} rows name {unknown.height} problem_ids missing from "
-                f"problems.parquet (e.g. '{unknown['problem_id'][0]}'); log rollouts of this run's problems "
+                f"{rollouts_path}: {unknown['n_record'].sum()} records name {unknown.height} problem_ids missing "
+                f"from problems.parquet (e.g. '{unknown['problem_id'][0]}'); log rollouts of this run's problems "
                 "(`sws ingest` checks that)"
             )
+        n_merged = rollouts.height - records.height
+        if n_merged:
+            ui.info(f"{STAGE}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
+                    "the row before them (n and n_correct summed)")
         weakness = weakness_table(problems, stats, cfg.identify)
         categories = category_table(weakness)
         figures = {"trajectories": trajectory_figure(weakness, cfg.seed), "fail_ratios": fail_ratio_figure(categories)}

@@ -1,0 +1,108 @@
+"""Faults of the operating system under the real `sws` command: each ends in one `error:` line, never a
+traceback, and leaves what was already written as it was."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sws.stages.prepare import DATA_DIR
+
+SWS = Path(sys.executable).parent / "sws"
+SMALL = DATA_DIR / "math500.json"
+LARGE = DATA_DIR / "math_train.json"
+
+
+def sws(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SWS), *args], capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line(result: subprocess.CompletedProcess, phrase: str, code: int = 2) -> None:
+    assert result.returncode == code, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and phrase in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a small tmpfs (root ignores chmod, so read-only and full disks need real mounts)."""
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        point = tmp_path / name
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"this machine does not allow mounting a tmpfs: {done.stderr.decode().strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()
+            and p.name != ".sws.lock"}
+
+
+def test_a_run_path_that_is_a_file(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    assert_one_line(sws("identify", "--run", str(path)), "not a directory")
+    assert path.read_text() == "mine"
+
+
+def test_a_run_path_under_proc():
+    assert_one_line(sws("identify", "--run", "/proc/sws-run"), "/proc/sws-run")
+
+
+def test_a_read_only_run_directory(tmpfs):
+    point = tmpfs("ro", "size=4m")
+    run_dir = point / "run"
+    assert sws("prepare", "--input", str(SMALL), "--run", str(run_dir)).returncode == 0
+    before = snapshot(run_dir)
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    assert_one_line(sws("prepare", "--input", str(SMALL), "--run", str(run_dir), "--force"), "Read-only file system")
+    assert snapshot(run_dir) == before
+
+
+def test_a_full_disk(tmpfs):
+    run_dir = tmpfs("full", "size=160k") / "run"
+    assert sws("prepare", "--input", str(SMALL), "--run", str(run_dir)).returncode == 0
+    before = snapshot(run_dir)
+    assert_one_line(sws("prepare", "--input", str(LARGE), "--run", str(run_dir)), "No space left on device")
+    assert snapshot(run_dir) == before
+
+
+def tables(run_dir: Path) -> dict[str, bytes]:
+    return {name: content for name, content in snapshot(run_dir).items() if name.endswith(".parquet")}
+
+
+def test_ctrl_c_during_prepare_is_one_line_and_exit_130(tmp_path):
+    """Interrupted at several instants, from start-up to writing: each attempt ends in one line (or finishes),
+    and the run holds either the old outputs or the complete new ones."""
+    run_dir, finished = tmp_path / "run", tmp_path / "finished"
+    assert sws("prepare", "--input", str(SMALL), "--run", str(run_dir)).returncode == 0
+    assert sws("prepare", "--input", str(LARGE), "--run", str(finished)).returncode == 0
+    before, after = tables(run_dir), tables(finished)
+    interrupted = 0
+    for delay in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        process = subprocess.Popen([str(SWS), "prepare", "--input", str(LARGE), "--run", str(run_dir), "--force"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+        assert tables(run_dir) in (before, after)
+        assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+        if process.returncode in (0, -signal.SIGINT):  # finished; the interrupt came after, at interpreter exit
+            assert "Traceback" not in stderr
+            continue
+        interrupted += 1
+        assert_one_line(subprocess.CompletedProcess(process.args, process.returncode, "", stderr), "interrupted", 130)
+    assert interrupted >= 3

@@ -1,0 +1,62 @@
+import json
+import multiprocessing
+import os
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from sws.cli import app
+from sws.errors import UserError
+from sws.run_lock import lock_path, run_lock
+
+
+def test_a_second_holder_fails_at_once_naming_the_first(tmp_path):
+    with run_lock(tmp_path, "sws identify --run x"):
+        started = time.perf_counter()
+        with pytest.raises(UserError, match=rf"in use by pid {os.getpid()} .*sws identify --run x"):
+            with run_lock(tmp_path):
+                pass
+        assert time.perf_counter() - started < 1
+
+
+def test_a_command_on_a_locked_run_is_one_line_and_exit_2(tmp_path):
+    with run_lock(tmp_path, "sws train initial"):
+        result = CliRunner().invoke(app, ["identify", "--run", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("error: ") and "sws train initial" in result.stderr
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over_and_said(tmp_path, capsys):
+    lock_path(tmp_path).write_text(json.dumps({"pid": 999999, "host": "h", "command": "sws eval", "since": "t"}))
+    with run_lock(tmp_path):
+        assert json.loads(lock_path(tmp_path).read_text())["pid"] == os.getpid()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "took over" in err and "pid 999999" in err and "sws eval" in err
+    with run_lock(tmp_path):  # released and emptied: no takeover message the next time
+        pass
+    assert "took over" not in capsys.readouterr().err
+
+
+def _contend(run_dir: str, start, results) -> None:
+    start.wait()
+    try:
+        with run_lock(run_dir, f"worker {os.getpid()}"):
+            time.sleep(1.5)
+        results.put("proceeded")
+    except UserError as error:
+        results.put(f"refused: {error}")
+
+
+def test_of_concurrent_commands_on_one_run_exactly_one_proceeds(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    results, start = context.Queue(), context.Barrier(4)
+    workers = [context.Process(target=_contend, args=(str(tmp_path), start, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join()
+    assert outcomes.count("proceeded") == 1, outcomes
+    assert all("in use by pid" in outcome for outcome in outcomes if outcome != "proceeded")
