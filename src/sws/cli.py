@@ -181,6 +181,10 @@ def train(
     steps: Annotated[int | None, typer.Option(help="GRPO steps (default: train.<kind>_steps, 200).")] = None,
     config: PipelineOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Start over instead of resuming or skipping.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="verl: write the launch (data, reward, overrides, launch.sh) and "
+                           "print its command without running it.")
+    ] = False,
 ) -> None:
     """GRPO-train a policy: initial on the seed set, augmented or baseline continuing from the initial one."""
     from sws.artifacts import TRAIN_KINDS
@@ -189,6 +193,9 @@ def train(
     if kind not in TRAIN_KINDS:
         raise UserError(f"training kind '{kind}' is not known; use one of: {', '.join(TRAIN_KINDS)}")
     cfg = resolve_config(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps})
+    if dry_run:
+        typer.echo(stage.dry_run(cfg, run, kind))
+        return
     stage.run(cfg, run, force=force, kind=kind)
 
 
