@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install install-vllm test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
+.PHONY: install install-vllm install-verl install-verl-check test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,28 @@ $(VENV)/.installed-vllm: $(VENV)/.installed
 	touch $@
 
 install-vllm: $(VENV)/.installed-vllm
+
+# verl trains in its own environment (it pins torch 2.11, transformers < 5.11, trl 0.27); GPU machines only.
+VERL_VERSION := 0.9.1
+VERL_VENV ?= .venv-verl
+
+$(VERL_VENV)/.installed:
+	$(PY) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q 'verl[vllm,fsdp,math]==$(VERL_VERSION)'
+	touch $@
+
+install-verl: $(VERL_VENV)/.installed
+
+# What the CPU tests need of verl: its wheel (Hydra trainer config) without dependencies, hydra-core, and
+# math-verify for the reward module; the tests that use it are skipped without it.
+.venv-verl-check/.installed:
+	$(PY) -m venv .venv-verl-check
+	.venv-verl-check/bin/pip install -q --no-deps verl==$(VERL_VERSION)
+	.venv-verl-check/bin/pip install -q hydra-core omegaconf math-verify
+	touch $@
+
+install-verl-check: .venv-verl-check/.installed
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -64,8 +64,19 @@ def test_verl_dump_with_problem_ids_from_the_sws_reward() -> None:
     assert as_rows(rollouts_from_verl_dumps(DUMPS / "with_problem_id", fixture_problems())) == VERL_ROLLOUTS
 
 
-def test_verl_dump_without_ids_is_joined_to_problems_by_prompt_text() -> None:
-    assert as_rows(rollouts_from_verl_dumps(DUMPS / "prompt_only", fixture_problems())) == VERL_ROLLOUTS
+@pytest.mark.parametrize("dump", ["prompt_only", "v1"])
+def test_verl_dump_without_ids_is_joined_to_problems_by_prompt_text_and_answer(dump: str) -> None:
+    assert as_rows(rollouts_from_verl_dumps(DUMPS / dump, fixture_problems())) == VERL_ROLLOUTS
+
+
+def test_two_problems_with_one_text_are_told_apart_by_the_dumped_answer(tmp_path: Path) -> None:
+    problems = pl.DataFrame({"problem_id": ["a", "b"], "problem": ["Compute $x$.", "Compute $x$."],
+                             "answer": ["1", "\\frac{1}{2}"]})
+    dump = write_dump(tmp_path / "dump", "4.jsonl", [
+        {"input": "user\nCompute $x$.\nassistant\n", "output": "", "gts": gts, "score": 0.0, "step": 4}
+        for gts in ("1", "\\frac{1}{2}", " \\frac{1}{2}")
+    ])
+    assert as_rows(rollouts_from_verl_dumps(dump, problems)) == [(4, "a", 1, 0), (4, "b", 2, 0)]
 
 
 def test_verl_dump_indices_resolve_through_the_seed_file() -> None:
@@ -90,19 +101,21 @@ def test_verl_acc_wins_over_score_and_score_counts_above_one_half(tmp_path: Path
     problems = fixture_problems()
     pid = problems["problem_id"][0]
     lines = [
-        {"input": "x", "score": -1.0, "acc": True, "problem_id": pid},  # DAPO-style reward, right answer
-        {"input": "x", "score": 1.0, "acc": 0, "problem_id": pid},
-        {"input": "x", "score": 1.1, "problem_id": pid},  # format bonus on a right answer
-        {"input": "x", "score": 0.1, "problem_id": pid},  # format bonus only
-        {"input": "x", "score": 1, "problem_id": ""},  # sws reward without extra_info: falls back to the text
+        {"input": "x", "score": -1.0, "step": 12, "acc": True, "problem_id": pid},  # DAPO-style reward, right answer
+        {"input": "x", "score": 1.0, "step": 12, "acc": 0, "problem_id": pid},
+        {"input": "x", "score": 1.1, "step": 12, "problem_id": pid},  # format bonus on a right answer
+        {"input": "x", "score": 0.1, "step": 12, "problem_id": pid},  # format bonus only
+        # sws reward without extra_info: falls back to the prompt text and the answer
+        {"input": f"user\n{problems['problem'][0]}\nassistant\n", "gts": problems["answer"][0], "score": 1,
+         "step": 12, "problem_id": ""},
     ]
-    lines[-1]["input"] = f"user\n{problems['problem'][0]}\nassistant\n"
-    dump = write_dump(tmp_path / "dump", "12.jsonl", lines)  # no step field: the file name gives it
+    dump = write_dump(tmp_path / "dump", "12.jsonl", lines)
     assert as_rows(rollouts_from_verl_dumps(dump, problems)) == [(12, pid, 5, 3)]
 
 
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "not valid JSONL"),
+    ('{"input": "x", "score": 1, "problem_id": "math-train-0002"}\n', "1 lines lack a numeric 'step'"),
     ('{"input": "x", "step": 1, "problem_id": "math-train-0002"}\n', "lack a numeric 'score'"),
     ('{"input": "x", "step": 1.5, "score": 1, "problem_id": "math-train-0002"}\n', "'step' must be an integer"),
 ])
@@ -122,10 +135,19 @@ def test_missing_or_empty_dump_folder(tmp_path: Path) -> None:
         rollouts_from_verl_dumps(tmp_path, fixture_problems())
 
 
+def test_a_prompt_whose_answer_is_not_the_problems_is_unmatched(tmp_path: Path) -> None:
+    problems = fixture_problems()
+    dump = write_dump(tmp_path / "dump", "1.jsonl", [
+        {"input": f"user\n{problems['problem'][0]}\nassistant\n", "gts": "5", "score": 1, "step": 1},
+    ])
+    with pytest.raises(UserError, match="1 of 1 response lines match no problem .*with answer '5'"):
+        rollouts_from_verl_dumps(dump, problems)
+
+
 def test_unknown_problem_id_is_unmatched_not_guessed_from_the_text(tmp_path: Path) -> None:
     problems = fixture_problems()
     dump = write_dump(tmp_path / "dump", "1.jsonl", [
-        {"input": problems["problem"][0], "score": 1, "problem_id": "elsewhere"},
+        {"input": problems["problem"][0], "score": 1, "step": 1, "problem_id": "elsewhere"},
     ])
     with pytest.raises(UserError, match="1 of 1 response lines .*problem_id 'elsewhere'"):
         rollouts_from_verl_dumps(dump, problems)

@@ -90,11 +90,12 @@ def check_run_dir(run: Path) -> None:
 
 def run_command(
     run: Path, pipeline: Path | None, overrides: dict[str, Any], action: Callable[[PipelineConfig], Any],
-    command: str = "", steps: Iterable[str] = (),
+    command: str = "", steps: Iterable[str] = (), save: bool = True,
 ) -> PipelineConfig:
     """Hold the run's lock, resolve the config, check what needs no model, run `action`, then save the config.
 
-    `config.yaml` records what the last successful command ran with, so a failing one leaves it unchanged.
+    `config.yaml` records what the last successful command ran with, so a failing one leaves it unchanged
+    (and `save=False` for one that runs no stage, such as a dry run).
     """
     check_run_dir(run)
     with run_lock(run):
@@ -102,7 +103,8 @@ def run_command(
         source = pipeline or (run_config_path(run) if run_config_path(run).exists() else "command-line options")
         preflight.check(cfg, command, source, steps)
         action(cfg)
-        save_run_config(run, cfg)
+        if save:
+            save_run_config(run, cfg)
     return cfg
 
 
@@ -217,6 +219,10 @@ def train(
     steps: Annotated[int | None, typer.Option(help="GRPO steps (default: train.<kind>_steps, 200).")] = None,
     config: PipelineOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Start over instead of resuming or skipping.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="verl: write the launch (data, reward, overrides, launch.sh) and "
+                           "print its command without running it.")
+    ] = False,
 ) -> None:
     """GRPO-train a policy: initial on the seed set, augmented or baseline continuing from the initial one."""
     from sws.artifacts import TRAIN_KINDS
@@ -224,6 +230,10 @@ def train(
 
     if kind not in TRAIN_KINDS:
         raise UserError(f"training kind '{kind}' is not known; use one of: {', '.join(TRAIN_KINDS)}")
+    if dry_run:
+        run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
+                    lambda cfg: typer.echo(stage.dry_run(cfg, run, kind)), save=False)
+        return
     run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
                 lambda cfg: stage.run(cfg, run, force=force, kind=kind))
 

@@ -144,8 +144,28 @@ class FilterConfig(Section):
         return band
 
 
+class VerlConfig(Section):
+    """`train.trainer: verl`: where verl runs and its GPU settings; `overrides` passes Hydra overrides unchanged."""
+
+    # verl's own interpreter (`make install-verl`), or a cluster image's; relative paths are from the working dir.
+    python: str = ".venv-verl/bin/python"
+    n_gpus_per_node: int = Field(8, ge=1)
+    nnodes: int = Field(1, ge=1)
+    # Problems per PPO update (verl's ppo_mini_batch_size); None: train.batch_size, one update per step.
+    mini_batch_size: int | None = Field(None, ge=1)
+    # Sequences per GPU per forward pass (actor update and log-prob passes).
+    micro_batch_size_per_gpu: int = Field(4, ge=1)
+    max_prompt_length: int = Field(1024, ge=1)
+    # KL to the reference policy as a loss term with coefficient train.beta (loads a reference model).
+    use_kl_loss: bool = False
+    entropy_coeff: float = Field(0.0, ge=0)
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
+    overrides: list[str] = Field(default_factory=list)
+
+
 class TrainConfig(Section):
-    """`sws train`: GRPO (TRL) settings; `extra` passes further `trl.GRPOConfig` fields through unchanged."""
+    """`sws train`: GRPO settings (TRL or verl); `extra` passes further `trl.GRPOConfig` fields through unchanged."""
 
     trainer: Literal["trl", "verl"] = "trl"
     # Outside the arith world: the model `sws train initial` starts from (HF id or folder).
@@ -167,6 +187,7 @@ class TrainConfig(Section):
     # Train augmented and baseline at once, one process each. None: yes on a CPU with a core per run.
     side_by_side: bool | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    verl: VerlConfig = Field(default_factory=VerlConfig)
 
 
 class EvalConfig(Section):

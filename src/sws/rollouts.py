@@ -3,8 +3,10 @@
 Two formats besides sws's own `rollouts.parquet`:
 - verl `trainer.rollout_data_dir` dumps: one `<step>.jsonl` per training step, one line per sampled response with
   `input, output, gts, score, step` plus whatever the reward function returned (sws's returns `problem_id`,
-  `acc`). A response is correct when its `acc` is true, else when its `score` exceeds `CORRECT_SCORE`. Its problem
-  is its `problem_id`, else its `index`, else the problem whose text its prompt contains.
+  `acc`; verl 0.9.1 adds them only with `trainer.use_v1=False`, its v1 trainer writes a random `uid` instead).
+  A response is correct when its `acc` is true, else when its `score` exceeds `CORRECT_SCORE`. Its problem is its
+  `problem_id`, else its `index`, else the problem whose text its prompt (`input`) contains and whose answer is
+  its `gts`.
 - the SwS reference trainer's `acc_records.json`: `{"train": {"<index>": [acc, ...]}}`, one accuracy per time the
   problem was rolled out, in training order; the record position is the step.
 
@@ -25,13 +27,14 @@ import polars as pl
 
 from sws.artifacts import SCHEMAS, read_parquet
 from sws.errors import UserError
+from sws.grading import normalize_answer
 
 # verl rewards are 0/1, -1/1, or 1 plus small format bonuses; above one half means the answer was right.
 CORRECT_SCORE = 0.5
 # An acc_records accuracy is read as the fraction with the smallest denominator up to this (8 of 8 rollouts...).
 MAX_ROLLOUTS_PER_RECORD = 1024
 TEXT_FIELDS = ("problem", "question", "prompt")
-_VERL_FIELDS = ("step", "problem_id", "index", "input", "acc", "score")
+_VERL_FIELDS = ("step", "problem_id", "index", "input", "gts", "acc", "score")
 _ACC_SCHEMA = {"index": pl.Int64, "step": pl.Int64, "n": pl.Int64, "n_correct": pl.Int64}
 
 
@@ -47,24 +50,37 @@ class PromptMatcher:
 
     Texts are compared with whitespace collapsed. A prompt equal to a problem matches it; otherwise the longest
     problem found inside the prompt at word boundaries wins (the later one on a tie, since few-shot examples come
-    first). Candidates are found through an index of every problem's first `key_length` characters, so a prompt
-    costs one dictionary lookup per character.
+    first). Given an answer, the match is the first problem of that text with that answer (spelled the same up to
+    whitespace and `$`), else none. Candidates are found through an index of every problem's first `key_length`
+    characters, so a prompt costs one dictionary lookup per character.
     """
 
-    def __init__(self, problem_ids: list[str], problem_texts: list[str]) -> None:
-        self._exact: dict[str, str] = {}
-        for problem_id, text in zip(problem_ids, problem_texts, strict=True):
-            self._exact.setdefault(normalise_text(text), problem_id)
+    def __init__(
+        self, problem_ids: list[str], problem_texts: list[str], answers: list[str] | None = None
+    ) -> None:
+        self._exact: dict[str, list[tuple[str, str | None]]] = {}
+        for problem_id, text, answer in zip(
+            problem_ids, problem_texts, answers if answers is not None else [None] * len(problem_ids), strict=True
+        ):
+            self._exact.setdefault(normalise_text(text), []).append((problem_id, answer))
         self._exact.pop("", None)
         self._key_length = min((len(text) for text in self._exact), default=1)
         self._by_prefix: dict[str, list[str]] = defaultdict(list)
         for text in self._exact:
             self._by_prefix[text[: self._key_length]].append(text)
 
-    def match(self, prompt: str) -> str | None:
-        prompt = normalise_text(prompt)
+    def match(self, prompt: str, answer: str | None = None) -> str | None:
+        candidates = self._exact.get(self._problem_text(normalise_text(prompt)), [])
+        if answer is None:
+            return candidates[0][0] if candidates else None
+        wanted = normalize_answer(answer)
+        return next((problem_id for problem_id, gold in candidates
+                     if gold is not None and normalize_answer(gold) == wanted), None)
+
+    def _problem_text(self, prompt: str) -> str:
+        """The (normalised) problem text the prompt contains; "" when none."""
         if prompt in self._exact:
-            return self._exact[prompt]
+            return prompt
         best = ""
         for start in range(len(prompt) - self._key_length + 1):
             for text in self._by_prefix.get(prompt[start : start + self._key_length], ()):
@@ -72,7 +88,7 @@ class PromptMatcher:
                     prompt, start, start + len(text)
                 ):
                     best = text
-        return self._exact.get(best)
+        return best
 
 
 def _at_word_boundaries(prompt: str, start: int, end: int) -> bool:
@@ -82,7 +98,8 @@ def _at_word_boundaries(prompt: str, start: int, end: int) -> bool:
 
 
 def matcher_for(problems: pl.DataFrame) -> PromptMatcher:
-    return PromptMatcher(problems["problem_id"].to_list(), problems["problem"].to_list())
+    answers = problems["answer"].to_list() if "answer" in problems.columns else None
+    return PromptMatcher(problems["problem_id"].to_list(), problems["problem"].to_list(), answers)
 
 
 # ---------------------------------------------------------------- index → problem_id
@@ -160,7 +177,8 @@ def _match_seed_text(value: Any, matcher: PromptMatcher) -> str | None:
 
 
 def read_verl_dumps(dump_dir: Path) -> pl.DataFrame:
-    """Every response line of `<dump_dir>/*.jsonl`: `step, correct` and `problem_id, index, input` (nullable)."""
+    """Every response line of `<dump_dir>/*.jsonl`: `step, correct, score` and `problem_id, index, input, gts`
+    (nullable)."""
     dump_dir = Path(dump_dir)
     if not dump_dir.is_dir():
         raise UserError(f"{dump_dir}: not a directory; pass verl's trainer.rollout_data_dir")
@@ -175,17 +193,20 @@ def _read_dump_file(path: Path) -> pl.DataFrame:
         raw = pl.read_ndjson(path, schema=dict.fromkeys(_VERL_FIELDS, pl.Utf8))
     except Exception as exc:  # polars raises several types for malformed JSON
         raise UserError(f"{path}: not valid JSONL ({str(exc).splitlines()[0][:120]}); re-dump it") from exc
-    file_step = int(path.stem) if path.stem.isdigit() else None
     acc = pl.col("acc").str.to_lowercase().replace({"true": "1", "false": "0"}).cast(pl.Float64, strict=False)
+    score = pl.col("score").cast(pl.Float64, strict=False)
     lines = raw.select(
-        step=pl.col("step").cast(pl.Float64, strict=False).fill_null(pl.lit(file_step, dtype=pl.Float64)),
-        correct=pl.coalesce(acc, pl.col("score").cast(pl.Float64, strict=False)) > CORRECT_SCORE,
+        step=pl.col("step").cast(pl.Float64, strict=False),
+        correct=pl.coalesce(acc, score) > CORRECT_SCORE,
+        score=score,
         problem_id=pl.when(pl.col("problem_id") != "").then("problem_id"),
         index=pl.col("index").cast(pl.Int64, strict=False),
         input=pl.col("input"),
+        gts=pl.col("gts"),
     )
     if lines["step"].null_count():
-        raise UserError(f"{path}: field 'step' missing or not a number; name the file <step>.jsonl or add 'step'")
+        raise UserError(f"{path}: {lines['step'].null_count()} lines lack a numeric 'step'; verl writes one on "
+                        "every line, so re-dump them")
     if (lines["step"] != lines["step"].round()).any():
         raise UserError(f"{path}: field 'step' must be an integer")
     if lines["correct"].null_count():
@@ -206,13 +227,12 @@ def rollouts_from_verl_dumps(
     index_ids = row_positions(problems) if index_ids is None else index_ids
     lines = lines.join(index_ids.rename({"problem_id": "id_of_index"}), on="index", how="left")
     by_text = pl.col("problem_id").is_null() & pl.col("index").is_null()
-    prompts = lines.filter(by_text)["input"].drop_nulls().unique()
-    matcher = matcher_for(problems) if prompts.len() else None
-    id_of_prompt = pl.DataFrame(
-        {"input": prompts, "id_of_prompt": [matcher.match(prompt) for prompt in prompts] if matcher else []},
-        schema={"input": pl.Utf8, "id_of_prompt": pl.Utf8},
-    )
-    lines = lines.join(id_of_prompt, on="input", how="left").with_columns(
+    prompts = lines.filter(by_text).select("input", "gts").unique().drop_nulls("input")
+    matcher = matcher_for(problems) if prompts.height else None
+    id_of_prompt = prompts.with_columns(id_of_prompt=pl.Series(
+        [matcher.match(prompt, gts) for prompt, gts in prompts.iter_rows()] if matcher else [], dtype=pl.Utf8,
+    ))
+    lines = lines.join(id_of_prompt, on=["input", "gts"], how="left", nulls_equal=True).with_columns(
         pl.when(pl.col("problem_id").is_not_null())
         .then(pl.when(pl.col("problem_id").is_in(problems["problem_id"].implode())).then("problem_id"))
         .when(pl.col("index").is_not_null())
@@ -225,7 +245,8 @@ def rollouts_from_verl_dumps(
         first = unmatched.row(0, named=True)
         example = (f"problem_id '{first['problem_id']}'" if first["problem_id"] is not None
                    else f"index {first['index']}" if first["index"] is not None
-                   else f"prompt '{normalise_text(first['input'] or '')[:60]}'")
+                   else f"prompt '{normalise_text(first['input'] or '')[:60]}'"
+                   + (f" with answer '{first['gts']}'" if first["gts"] is not None else ""))
         raise _unmatched(dump_dir, unmatched.height, lines.height, "response lines", example)
     return (
         lines.group_by("step", "resolved_id")

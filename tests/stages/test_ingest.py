@@ -53,6 +53,22 @@ def test_unmatched_log_exits_2_and_keeps_the_previous_rollouts(run_dir: Path) ->
     assert read_table(run_dir, "rollouts").equals(previous)
 
 
+@pytest.mark.parametrize("line, message", [
+    ('{"input": "x", "gts": "4", "score": 1.0, "problem_id": "math-train-0002"}', "lack a numeric 'step'"),
+    ('{"input": "user\\nCompute 1+1.\\nassistant\\n", "gts": "2", "score": 1.0, "step": 1}',
+     "1 of 1 response lines match no problem"),
+    ('{"input": "x", "score": 1.0, "step": 1', "not valid JSONL"),
+])
+def test_a_bad_verl_dump_is_one_error_line_and_writes_nothing(run_dir: Path, line: str, message: str) -> None:
+    dumps = run_dir / "dumps"
+    dumps.mkdir()
+    (dumps / "1.jsonl").write_text(line + "\n")
+    result = invoke("--run", str(run_dir), "--verl-dumps", str(dumps))
+    assert result.exit_code == 2
+    assert result.output.startswith("error: ") and message in result.output and result.output.count("\n") == 1
+    assert not table_path(run_dir, "rollouts").exists()
+
+
 @pytest.mark.parametrize("args", [[], ["--verl-dumps", "a", "--acc-records", "b"]])
 def test_exactly_one_log_is_required(run_dir: Path, args: list[str]) -> None:
     result = invoke("--run", str(run_dir), *args)

@@ -60,13 +60,6 @@ def test_outside_the_arith_world_the_initial_model_must_be_named(tmp_path):
         stage.run(cfg, tmp_path, kind="initial")
 
 
-def test_the_verl_trainer_is_not_run_in_process(tmp_path, tiny_policy):
-    write_seed_problems(tmp_path)
-
-    with pytest.raises(UserError, match="'train.trainer' is 'verl'"):
-        stage.run(quick_config(tiny_policy, trainer="verl"), tmp_path, kind="initial")
-
-
 def test_the_baseline_trains_as_long_as_the_augmented_run_unless_told_otherwise(tiny_policy):
     assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7), "baseline") == 7
     assert stage.training_steps(quick_config(tiny_policy, baseline_steps=5), "baseline") == 5

@@ -1,4 +1,26 @@
+import importlib.util
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from sws.grading import DEFAULT_DEADLINE_S
+from sws.training.verl_launch import reward_module_source
 from sws.training.verl_reward import compute_score
+
+CHECK_PYTHON = Path(__file__).parents[2] / ".venv-verl-check" / "bin" / "python"
+
+
+def load_generated_reward(tmp_path: Path):
+    """The `reward.py` sws writes for verl, loaded from its file as verl's `load_extern_object` does."""
+    path = tmp_path / "reward.py"
+    path.write_text(reward_module_source())
+    spec = importlib.util.spec_from_file_location("custom_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compute_score
 
 
 def test_a_correct_response_scores_one_and_names_its_problem():
@@ -12,3 +34,40 @@ def test_a_wrong_or_unanswered_response_scores_zero():
     assert compute_score("math", "I am not sure.", "\\frac{1}{2}", None) == {
         "score": 0.0, "acc": False, "problem_id": "",
     }
+
+
+def test_called_from_threads_it_grades_math_answers_and_meets_its_deadline_on_hostile_ones(tmp_path):
+    score = load_generated_reward(tmp_path)
+    cases = [  # (solution, ground truth, correct)
+        ("so the answer is $\\boxed{\\frac{1}{2}}$", "0.5", True),
+        ("Hence \\boxed{\\sqrt{3}}.", "\\sqrt{3}", True),
+        ("\\boxed{\\dfrac{\\pi}{4}}", "\\frac{\\pi}{4}", True),
+        ("\\boxed{(1, 2)}", "(2, 1)", False),
+        ("\\boxed{9^{9^{9^9}}}", "1", False),
+        ("x" * 100_000 + " \\boxed{" + "1+" * 20_000 + "1}", "2", False),
+        ("y" * 100_000, "7", False),
+    ]
+    score("math", "\\boxed{1}", "1")  # the grading workers start once, outside the timed part
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(cases)) as threads:
+        results = list(threads.map(
+            lambda case: score("math", case[0], case[1], {"problem_id": f"p{cases.index(case)}"}), cases))
+    elapsed = time.monotonic() - started
+
+    assert [result["acc"] for result in results] == [correct for _, _, correct in cases]
+    assert [result["problem_id"] for result in results] == [f"p{index}" for index in range(len(cases))]
+    # The two hostile answers may each run into the deadline and cost a worker restart; nothing more.
+    assert elapsed < 2 * (DEFAULT_DEADLINE_S + 10) + 10, elapsed
+
+
+@pytest.mark.skipif(not CHECK_PYTHON.is_file(), reason="needs .venv-verl-check: run `make install-verl-check`")
+def test_the_generated_module_imports_in_an_environment_without_sws_dependencies(tmp_path):
+    (tmp_path / "reward.py").write_text(reward_module_source())
+    script = ("import importlib.util, sys\n"
+              f"spec = importlib.util.spec_from_file_location('m', {str(tmp_path / 'reward.py')!r})\n"
+              "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+              "print(m.compute_score('math', 'so \\\\boxed{\\\\frac{2}{4}}', '0.5', {'problem_id': 'p'}))\n"
+              "assert 'polars' not in sys.modules and 'pydantic' not in sys.modules\n")
+    result = subprocess.run([str(CHECK_PYTHON), "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "{'score': 1.0, 'acc': True, 'problem_id': 'p'}"

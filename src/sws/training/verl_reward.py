@@ -1,20 +1,26 @@
-"""sws's reward for verl: point `custom_reward_function.path` at this file and `.name` at `compute_score`.
+"""sws's reward for verl: `compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)`.
 
-verl calls it once per response; the returned dict's extra keys land in verl's rollout dumps, so `problem_id`
-lets `sws identify` read those dumps as rollout records.
+verl loads it from `reward.custom_reward_function.path` (the `reward.py` that `sws train` writes puts sws's
+source on `sys.path` and re-exports this function) and calls it once per response from a thread pool. Grading
+goes through `sws.grading`, whose spawned worker processes give every comparison a hard deadline: math-verify's
+own timeouts use signals, which fail outside a main thread. The returned `problem_id` lands in verl's rollout
+dumps (with `trainer.use_v1=False`), so `sws train` and `sws ingest` know which problem each response answers.
+
+Only the standard library and math-verify are imported: verl's environment has none of sws's other dependencies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sws.training.reward import grade_completions
+from sws.grading import extract_answer, grade_many
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None,
+    **_: Any,
 ) -> dict[str, Any]:
-    correct = grade_completions([str(ground_truth)], [solution_str])[0]
+    correct = grade_many([(str(ground_truth), extract_answer(solution_str))])[0]
     return {
         "score": float(correct),
         "acc": correct,

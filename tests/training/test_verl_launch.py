@@ -1,0 +1,135 @@
+"""The verl launch `sws train` writes: overrides checked against verl's own Hydra config, data, reward, launch.sh."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from sws.artifacts import write_table
+from sws.cli import app
+from sws.config import load_config
+from sws.errors import UserError
+from sws.training import TrainJob
+from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides
+
+REPO = Path(__file__).parents[2]
+PRESETS = sorted(path for path in (REPO / "pipelines").glob("*.yaml") if load_config(path).train.trainer == "verl")
+CHECK_PYTHON = REPO / ".venv-verl-check" / "bin" / "python"
+VERL_PYTHON = REPO / ".venv-verl" / "bin" / "python"
+needs_verl_wheel = pytest.mark.skipif(not CHECK_PYTHON.is_file(),
+                                      reason="needs the verl wheel and hydra-core: run `make install-verl-check`")
+
+
+def problems(n: int) -> pl.DataFrame:
+    return pl.DataFrame({"problem_id": [f"p{i}" for i in range(n)], "problem": [f"Compute {i}+1." for i in range(n)],
+                         "answer": [str(i + 1) for i in range(n)], "category": ["Algebra"] * n, "source": ["seed"] * n})
+
+
+def job(out_dir: Path, n_problems: int = 2048) -> TrainJob:
+    return TrainJob("initial", problems(n_problems), Path("Qwen/Qwen2.5-7B"), out_dir, 200, "math", 0, "id",
+                    Path("pipeline.yaml"))
+
+
+def compose(overrides: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CHECK_PYTHON), str(Path(__file__).parent / "verl_compose.py")],
+                          input=json.dumps(overrides), capture_output=True, text=True)
+
+
+@needs_verl_wheel
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda path: path.name)
+def test_every_verl_preset_composes_against_verls_own_config(preset, tmp_path):
+    overrides = verl_overrides(job(tmp_path), load_config(preset).train, VerlLayout(tmp_path))
+
+    composed = compose(overrides)
+
+    assert composed.returncode == 0, composed.stderr
+    config = json.loads(composed.stdout)
+    assert config["trainer"]["use_v1"] is False and config["trainer"]["logger"] == ["console"]
+    assert config["algorithm"]["adv_estimator"] == "grpo"
+    assert config["reward"]["custom_reward_function"] == {"path": str(tmp_path / "verl" / "reward.py"),
+                                                          "name": "compute_score"}
+
+
+@needs_verl_wheel
+def test_a_misspelled_override_fails_to_compose(tmp_path):
+    cfg = load_config(PRESETS[0]).train
+    cfg.verl.overrides = [*cfg.verl.overrides, "actor_rollout_ref.actor.optim.lrr=1e-6"]
+    composed = compose(verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path)))
+    assert composed.returncode == 1 and "actor_rollout_ref.actor.optim.lrr" in composed.stderr
+
+
+def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
+    overrides = verl_overrides(job(tmp_path), load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train,
+                               VerlLayout(tmp_path))
+    for setting in ("data.train_batch_size=1024", "actor_rollout_ref.actor.ppo_mini_batch_size=256",
+                    "actor_rollout_ref.rollout.n=8", "actor_rollout_ref.actor.optim.lr=1e-06",
+                    "data.max_prompt_length=1024", "data.max_response_length=7168",
+                    "actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_coef=0.0"):
+        assert setting in overrides
+    assert "trainer.total_epochs=100" in overrides  # 200 steps of 1,024 from 2,048 problems: two steps a pass
+
+
+@pytest.mark.parametrize("train, message", [
+    ({"batch_size": 4096}, "'train.batch_size' is 4096, more than the 2048 problems"),
+    ({"verl": {"mini_batch_size": 300}}, "'train.verl.mini_batch_size' is 300, which does not divide"),
+    ({"verl": {"overrides": ["trainer.save_freq=3"]}}, "sets 'trainer.save_freq', which sws sets from train.save_steps"),
+    ({"verl": {"overrides": ["trainer.save_freq"]}}, "'trainer.save_freq' is not KEY=VALUE"),
+])
+def test_setups_verl_cannot_run_are_refused_before_anything_is_written(tmp_path, train, message):
+    cfg = load_config(PRESETS[0]).train.model_validate({**load_config(PRESETS[0]).train.model_dump(), **train})
+    with pytest.raises(UserError, match=message):
+        verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path))
+
+
+@pytest.fixture
+def math_run(tmp_path) -> Path:
+    """A prepared run of the 7B preset: seed problems, an augmented set and an initial checkpoint folder."""
+    run = tmp_path / "run"
+    write_table(run, "problems", problems(1100))
+    write_table(run, "augmented", problems(1300).with_columns(source=pl.lit("syn")))
+    (run / "train" / "initial" / "final").mkdir(parents=True)
+    (run / "train" / "initial" / "final" / "config.json").write_text("{}")
+    return run
+
+
+@pytest.mark.parametrize("kind", ["initial", "augmented", "baseline"])
+def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
+    layout = VerlLayout(math_run / "train" / kind)
+    result = CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
+                                      "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("data.truncation=error")
+    assert "-m verl.trainer.main_ppo" in result.stdout
+    data = pl.read_parquet(layout.data)
+    assert data.height == (1300 if kind == "augmented" else 1100)
+    assert data["extra_info"][0] == {"index": 0, "problem_id": "p0", "split": "train", "category": "Algebra",
+                                     "source": "syn" if kind == "augmented" else "seed"}
+    assert data["prompt"][0][0]["role"] == "user" and data["reward_model"][0] == {"style": "rule", "ground_truth": "1"}
+    assert "from sws.training.verl_reward import compute_score" in layout.reward_module.read_text()
+    overrides = layout.overrides_file.read_text().splitlines()
+    assert all(f"{key}=" in layout.launch_script.read_text() for key in MANAGED_KEYS if key != "trainer.logger")
+    model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
+    assert f"actor_rollout_ref.model.path={model}" in overrides
+    assert not (math_run / "manifests" / f"train_{kind}.json").exists()
+    assert not (layout.checkpoints).exists()
+
+
+@pytest.mark.skipif(not VERL_PYTHON.is_file(), reason="needs verl's full environment: run `make install-verl`")
+@pytest.mark.parametrize("kind", ["initial", "augmented", "baseline"])
+def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run, kind):
+    CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
+                             "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+    launch = math_run / "train" / kind / "launch.sh"
+    launch.write_text(launch.read_text().replace(".venv-verl/bin/python", str(VERL_PYTHON)))
+    printed = subprocess.run(["bash", str(launch), "--cfg", "job"], capture_output=True, text=True, timeout=300)
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    assert "use_v1: false" in printed.stdout
+
+
+def test_dry_run_with_the_trl_trainer_is_one_error_line(math_run):
+    result = CliRunner().invoke(app, ["train", "initial", "--run", str(math_run), "--dry-run"])
+    assert result.exit_code == 2 and "--dry-run writes a verl launch" in result.output
