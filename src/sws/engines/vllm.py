@@ -16,7 +16,14 @@ from typing import Any
 
 from sws import ui
 from sws.config import EngineConfig
-from sws.engines.base import FINISHED, Completion, Request, check_local_model, missing_chat_template, read_chat_template
+from sws.engines.base import (
+    FINISHED,
+    Completion,
+    Request,
+    check_local_model,
+    missing_chat_template,
+    read_chat_template,
+)
 from sws.errors import UserError
 
 
