@@ -7,7 +7,7 @@ from sws.engines import Request, make_engine
 from sws.engines.oracle import OracleEngine
 from sws.errors import UserError
 from sws.grading import extract_answer
-from sws.parsing import parse_concepts, parse_problem, parse_verdict
+from sws.parsing import parse_concepts, parse_judgement, parse_problem
 from sws.worlds.arith import CATEGORIES, DEFECT_KINDS, LEVELS, generate_problems, solve
 from sws.worlds.arith.defects import inject_defect
 
@@ -71,7 +71,8 @@ def rate_requests(problems: list[str]) -> list[Request]:
 
 
 def judged(engine: OracleEngine, problems: list[str]) -> list[str]:
-    return [parse_verdict(samples[0].text) for samples in engine.generate(rate_requests(problems))]
+    judgements = [parse_judgement(samples[0].text) for samples in engine.generate(rate_requests(problems))]
+    return [judgement.verdict if judgement else None for judgement in judgements]
 
 
 @pytest.fixture(scope="module")
