@@ -1,4 +1,5 @@
 import base64
+import json
 import re
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "concepts": [["remainders"]] * 4, "level": ["easy"] * 4,
         "problem": ["Compute 17 mod 5.", "Compute 19 mod 4.", "Compute 23 mod 7.", "Compute 2+2."],
         "verdicts": ['{"0:oracle/j": ["perfect"]}'] * 3 + ['{"0:oracle/j": ["unparsed"]}'],
-        "reasoning": ['{"0:oracle/j": ["Remainder analysis %d."]}' % i for i in range(3)] + ['{"0:oracle/j": [""]}'],
+        "reasoning": [json.dumps({"0:oracle/j": [f"Remainder analysis {i}."]}) for i in range(3)]
+        + ['{"0:oracle/j": [""]}'],
     })
     write_table(tmp_path, "rated", rated)
     write_funnel(tmp_path, "extract", 7, 7, [])
