@@ -19,13 +19,13 @@ class OneChoiceServer:
     name = "one-choice"
     model = "m"
 
-    def __init__(self, honours_n: bool = False) -> None:
-        self.honours_n = honours_n
+    def __init__(self, returns_n: bool = False) -> None:
+        self.returns_n = returns_n
         self.sent: list[Request] = []
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         self.sent.extend(requests)
-        return [[Completion(f"{request.prompt} seed={request.seed} #{i}") for i in range(request.n if self.honours_n else 1)]
+        return [[Completion(f"{request.prompt} seed={request.seed} #{i}") for i in range(request.n if self.returns_n else 1)]
                 for request in requests]
 
     def close(self) -> None:
@@ -53,11 +53,22 @@ def test_auto_detects_a_server_without_n_on_the_first_reply_and_says_so_once(cap
     assert " ".join(capsys.readouterr().err.split()).count("returned 1 of n=4 choices") == 1
 
 
-def test_auto_keeps_native_n_when_the_server_honours_it() -> None:
-    server = OneChoiceServer(honours_n=True)
-    results = SampleFanOut(server, "auto").generate(requests())
+def test_auto_keeps_native_n_when_the_server_returns_n() -> None:
+    server = OneChoiceServer(returns_n=True)
+    engine = SampleFanOut(server, "auto")
+    results = engine.generate(requests())
     assert [len(samples) for samples in results] == [4, 4, 4]
-    assert [r.n for r in server.sent] == [4, 4, 4]
+    assert [r.n for r in server.sent] == [4, 4, 4] and engine.mode == "native"
+
+
+def test_an_engine_that_declares_it_honours_n_is_not_probed() -> None:
+    server = OneChoiceServer(returns_n=True)
+    server.honours_n = True  # vllm and hf declare this; batching them one request apart would change samples
+    batches: list[int] = []
+    real_generate = server.generate
+    server.generate = lambda batch: batches.append(len(batch)) or real_generate(batch)
+    SampleFanOut(server, "auto").generate(requests())
+    assert batches == [3]
 
 
 def test_native_mode_names_the_option_when_choices_are_missing() -> None:
@@ -66,7 +77,7 @@ def test_native_mode_names_the_option_when_choices_are_missing() -> None:
 
 
 def test_fanout_mode_never_sends_n() -> None:
-    server = OneChoiceServer(honours_n=True)
+    server = OneChoiceServer(returns_n=True)
     SampleFanOut(server, "fanout").generate(requests())
     assert {r.n for r in server.sent} == {1} and len(server.sent) == 12
 

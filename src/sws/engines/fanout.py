@@ -5,8 +5,9 @@ engine option `n_mode` decides, for every engine alike:
 - `native`: one request with `n`; a reply with fewer choices is a user error that names this option;
 - `fanout`: `n` single-choice requests with seeds seed, seed + 1, … (one seed for all would give `n`
   identical samples and a consistency of 1.0);
-- `auto` (default): the first request with n > 1 goes alone; if fewer than `n` choices come back, the engine
-  fans out from then on and says so once.
+- `auto` (default): native for an engine that declares `honours_n = True` (vllm, hf: they always return `n`);
+  otherwise the first request with n > 1 goes alone, and if fewer than `n` choices come back, the engine fans
+  out from then on and says so once.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class SampleFanOut:
         self.engine = engine
         self.name = engine.name
         self.model = engine.model
-        self.mode = mode
+        self.mode = "native" if mode == "auto" and getattr(engine, "honours_n", False) else mode
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in requests]

@@ -32,6 +32,7 @@ OPTIONS = {"batch_size", "chat_template", "device", "dtype"}
 
 class HFEngine:
     name = "hf"
+    honours_n = True
 
     def __init__(self, cfg: EngineConfig) -> None:
         self.check_config(cfg)

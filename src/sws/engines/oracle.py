@@ -75,6 +75,7 @@ class OracleEngine:
         self.rates = _noise_rates(cfg.options)
         self.seed = cfg.options.get("seed", 0)
         self.ignores_n = cfg.options.get("ignores_n", False)
+        self.honours_n = not self.ignores_n
 
     @staticmethod
     def check_config(cfg: EngineConfig) -> None:

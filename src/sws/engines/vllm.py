@@ -29,6 +29,7 @@ from sws.errors import UserError
 
 class VllmEngine:
     name = "vllm"
+    honours_n = True
 
     def __init__(self, cfg: EngineConfig) -> None:
         self.check_config(cfg)
