@@ -32,8 +32,10 @@ class FunnelRow:
     completions: int = 0
 
     def as_info(self) -> dict[str, Any]:
-        return {"step": self.step, "in": self.rows_in, "kept": self.kept, "rejected": dict(self.rejected),
-                "truncated": self.truncated, "completions": self.completions}
+        info = {"step": self.step, "in": self.rows_in, "kept": self.kept, "rejected": dict(self.rejected)}
+        if self.completions:  # only steps that asked a model
+            info |= {"truncated": self.truncated, "completions": self.completions}
+        return info
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> FunnelRow:

@@ -157,8 +157,7 @@ def test_empty_concept_sets_give_empty_outputs(tmp_path: Path) -> None:
     write_sets(tmp_path, 0)
     result = generate.run(noisy_oracle_config(), tmp_path)
     assert read_table(tmp_path, "synthetic").height == 0
-    assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}, "truncated": 0,
-                                     "completions": 0}
+    assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}}
 
 
 def test_cut_off_generations_are_truncated_and_solutions_are_cut_or_rejected(tmp_path: Path, monkeypatch) -> None:
