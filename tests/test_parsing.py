@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sws.parsing import final_text, normalize_concept, parse_concepts, parse_problem, parse_verdict
+from sws.parsing import (
+    final_text,
+    normalize_concept,
+    parse_concepts,
+    parse_judgement,
+    parse_problem,
+    split_solution,
+)
 
 # ---------------------------------------------------------------- concepts
 
@@ -204,6 +211,43 @@ def test_no_final_problem_gives_none(text: str) -> None:
     assert parse_problem(text) is None
 
 
+@pytest.mark.parametrize(
+    "after",
+    [
+        "\n---\n\nTo solve this problem, we need to compute 91*7 = 637.",
+        "\n### Solution\n91*7 = 637",
+        "\n###\n\nTo find the product, we multiply.",
+        "\n**Analysis:** multiply the numbers.",
+        "\n#### Answer\n637",
+        "\nTo solve for the product, we multiply.",
+        "\n### Step-by-Step Solution:\n1. Multiply.",
+        "\n**Step 1: Multiply**",
+        "\nLet's solve it: 91*7 = 637.",
+        "\nThe answer is 637.",
+        "\n\\[ 91 \\cdot 7 = \\boxed{637} \\]",
+    ],
+)
+def test_a_problem_ends_where_its_solution_starts(after: str) -> None:
+    assert parse_problem("### Problem\nCompute 91*7." + after) == "Compute 91*7."
+
+
+def test_a_heading_that_only_starts_with_problem_is_no_marker() -> None:
+    text = "### Problem\nFind x if 2x = 6.\n\n### Problem Solution\nTo solve this problem, we divide by 2."
+    assert parse_problem(text) == "Find x if 2x = 6."
+
+
+def test_notes_and_question_labels_stay_in_the_problem() -> None:
+    body = "Find the area of the circle of radius 2.\n\nNote: the area of a circle of radius r is pi r^2."
+    assert split_solution(body) == (body, None)
+    question = "Let P be a cubic with P(1) = 0.\n\n**Question:** How many such P have integer roots?"
+    assert parse_problem("### Problem\n" + question) == question
+
+
+def test_split_solution_returns_the_text_it_cut() -> None:
+    statement, solution = split_solution("Compute 2+3.\n\n---\nTo solve this problem, we add: \\boxed{5}")
+    assert statement == "Compute 2+3." and solution == "---\nTo solve this problem, we add: \\boxed{5}"
+
+
 def test_last_marker_wins() -> None:
     text = "### Problem\nCompute 1+1.\n\nOn second thought, harder:\n\n### Problem\nCompute 91*7.\n"
     assert parse_problem(text) == "Compute 91*7."
@@ -212,33 +256,41 @@ def test_last_marker_wins() -> None:
 # ---------------------------------------------------------------- verdicts
 
 
+ANALYSIS = "Standalone, one numeric answer, no parts, no hints, well-posed.\n"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Assessment: clear and self-contained.\nVerdict: perfect", "perfect"),
-        ("The wording is a little terse.\n\n**Verdict:** Acceptable", "acceptable"),
-        ("It asks for two results.\nFinal verdict: **bad**", "bad"),
-        ("<think>\nMaybe Verdict: bad? No, it is fine.\n</think>\nVerdict: perfect", "perfect"),
+        (ANALYSIS + "Verdict: perfect", "perfect"),
+        ("The wording is a little terse, but every quantity is given.\n\n**Verdict:** Acceptable", "acceptable"),
+        ("It asks for two results, so it has parts.\nFinal verdict: **bad**", "bad"),
+        ("<think>\nMaybe Verdict: bad? No, it is fine.\n</think>\n" + ANALYSIS + "Verdict: perfect", "perfect"),
         ("Verdict: acceptable\nActually, re-reading it, the answer is leaked.\nVerdict: bad", "bad"),
-        ("Verdict - perfect", "perfect"),
-        ("> **Verdict**: PERFECT.", "perfect"),
+        (ANALYSIS + "Verdict - perfect", "perfect"),
+        (ANALYSIS + "> **Verdict**: PERFECT.", "perfect"),
     ],
 )
-def test_verdict_lines(text: str, expected: str) -> None:
-    assert parse_verdict(text) == expected
+def test_verdict_lines_below_an_analysis(text: str, expected: str) -> None:
+    judgement = parse_judgement(text)
+    assert judgement is not None and judgement.verdict == expected
+    assert judgement.analysis and "Verdict: " + expected not in judgement.analysis.splitlines()[-1:]
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "The problem is perfect.",  # no verdict line
-        "Verdict: excellent",  # not one of the three ratings
+        ANALYSIS + "Verdict: excellent",  # not one of the three ratings
+        ANALYSIS + "Verdict: perfect\nVerdict: good",  # the last verdict line decides, and it is outside the set
+        "Verdict: perfect",  # a rubber stamp: nothing above it
+        "Looks fine.\nVerdict: perfect",  # too little analysis to count
         "<think>\nLet me check each criterion. Verdict: perf",  # truncated
         "",
     ],
 )
-def test_unparseable_verdicts_give_none(text: str) -> None:
-    assert parse_verdict(text) is None
+def test_verdicts_without_analysis_or_outside_the_set_give_none(text: str) -> None:
+    assert parse_judgement(text) is None
 
 
 def test_final_text_after_unopened_close_tag() -> None:
@@ -262,7 +314,10 @@ def test_parsers_never_crash(text: str) -> None:
     assert concepts is None or (0 < len(concepts) <= 5 and all(isinstance(c, str) and c for c in concepts))
     problem = parse_problem(text)
     assert problem is None or (isinstance(problem, str) and problem.strip())
-    assert parse_verdict(text) in (None, "perfect", "acceptable", "bad")
+    judgement = parse_judgement(text)
+    assert judgement is None or judgement.verdict in ("perfect", "acceptable", "bad")
+    statement, solution = split_solution(text)
+    assert solution is None or statement.strip() or not text.strip()
 
 
 @settings(max_examples=50, deadline=None)
@@ -271,4 +326,5 @@ def test_parsers_handle_long_hostile_inputs(size: int) -> None:
     for text in ("[" * size, "\n" * size + "Verdict:", "### Problem\n" + "*" * size, "1. " + "a: " * size):
         parse_concepts(text)
         parse_problem(text)
-        parse_verdict(text)
+        parse_judgement(text)
+        split_solution(text)

@@ -117,6 +117,8 @@ class SynthesizeConfig(Section):
     # Folder of replacement prompt templates (extract.md, generate.md, rate.md, label.md); None: the shipped ones.
     prompt_dir: str | None = None
     ratings_per_judge: int = Field(1, ge=1)
+    # A judgement without a verdict below an analysis, or cut off, is asked again (new seed) up to this many times.
+    rate_retries: int = Field(2, ge=0)
     min_perfect_ratio: float = Field(0.5, ge=0, le=1)
     allow_bad: bool = False
     label_samples: int = Field(8, ge=1)

@@ -1,4 +1,7 @@
-"""The synthesis funnel: per step, rows in, rows kept and rows rejected by reason.
+"""The synthesis funnel: per step, rows in, rows kept, rows rejected by reason, and completions cut off.
+
+A step's `truncated` counts its completions that hit max_tokens (of `completions` in all), so a user sees
+which role's max_tokens to raise.
 
 Each synthesis step stores its row as `info["funnel"]` of its StageResult, which `run_stage` keeps in the
 step's manifest; `read_funnel` collects them for the report, `funnel_table` renders them with rich.
@@ -16,6 +19,7 @@ import polars as pl
 from rich.table import Table
 
 from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
+from sws.engines.base import Completion
 
 
 @dataclass(frozen=True)
@@ -24,27 +28,38 @@ class FunnelRow:
     rows_in: int
     kept: int
     rejected: dict[str, int] = field(default_factory=dict)
+    truncated: int = 0
+    completions: int = 0
 
     def as_info(self) -> dict[str, Any]:
-        return {"step": self.step, "in": self.rows_in, "kept": self.kept, "rejected": dict(self.rejected)}
+        info = {"step": self.step, "in": self.rows_in, "kept": self.kept, "rejected": dict(self.rejected)}
+        if self.completions:  # only steps that asked a model
+            info |= {"truncated": self.truncated, "completions": self.completions}
+        return info
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> FunnelRow:
-        return cls(info["step"], int(info["in"]), int(info["kept"]), dict(info.get("rejected", {})))
+        return cls(info["step"], int(info["in"]), int(info["kept"]), dict(info.get("rejected", {})),
+                   int(info.get("truncated", 0)), int(info.get("completions", 0)))
 
 
-def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str]) -> FunnelRow:
+def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], completions: Iterable[Completion] = ()
+               ) -> FunnelRow:
     counts = Counter(reasons)
-    return FunnelRow(step, rows_in, kept, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))))
+    answered = list(completions)
+    return FunnelRow(step, rows_in, kept, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+                     sum(completion.truncated for completion in answered), len(answered))
 
 
 def write_step_outputs(
-    run_dir: Path, step: str, name: str, rows_in: int, kept: pl.DataFrame, rejected: pl.DataFrame
+    run_dir: Path, step: str, name: str, rows_in: int, kept: pl.DataFrame, rejected: pl.DataFrame,
+    completions: Iterable[Completion] = (),
 ) -> StageResult:
-    """Write a synthesis step's kept rows and rejected sidecar; the result carries the step's funnel row."""
+    """Write a synthesis step's kept rows and rejected sidecar; the result carries the step's funnel row, which
+    counts the cut-off ones among the step's `completions`."""
     write_table(run_dir, name, kept)
     write_rejected(run_dir, name, rejected)
-    row = funnel_row(step, rows_in, kept.height, rejected["reject_reason"].to_list())
+    row = funnel_row(step, rows_in, kept.height, rejected["reject_reason"].to_list(), completions)
     return StageResult(step, rows={name: kept.height, f"{name}.rejected": rejected.height},
                        info={"funnel": row.as_info()})
 
@@ -61,9 +76,17 @@ def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:
 
 def funnel_table(rows: Sequence[FunnelRow]) -> Table:
     table = Table(title="synthesis funnel")
-    for column in ("step", "in", "kept", "rejected", "rejected by reason"):
+    for column in ("step", "in", "kept", "rejected", "rejected by reason", "cut off"):
         table.add_column(column, justify="left" if column in ("step", "rejected by reason") else "right")
     for row in rows:
         reasons = ", ".join(f"{reason} {count}" for reason, count in row.rejected.items()) or "-"
-        table.add_row(row.step, str(row.rows_in), str(row.kept), str(sum(row.rejected.values())), reasons)
+        table.add_row(row.step, str(row.rows_in), str(row.kept), str(sum(row.rejected.values())), reasons,
+                      f"{row.truncated}/{row.completions}")
     return table
+
+
+def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[str]:
+    """One line per step whose completions hit max_tokens, naming the config field to raise."""
+    return [f"{row.step}: {row.truncated} of {row.completions} completions hit max_tokens and were not used as "
+            f"finished; raise {roles.get(row.step, 'max_tokens of its role')}"
+            for row in rows if row.truncated]

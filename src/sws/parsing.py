@@ -1,5 +1,10 @@
 """Parsers for teacher-model outputs: concept lists, the final problem of a generation, a judge's verdict line.
 
+The rules are written from what real instruct models write (recorded outputs under tests/fixtures/teacher_outputs):
+a generator often keeps going after its problem with "To solve this problem…", a `---` rule, `### Solution`,
+`**Analysis:**` or a final `\\boxed{}`; `split_solution` cuts the problem there. A judge often answers with a
+bare verdict line; `parse_judgement` accepts a verdict only below an analysis.
+
 Model output is data: list literals go through `json.loads` or `ast.literal_eval`, never `eval`. Every parser
 returns None when the output holds nothing usable, and never raises on any string.
 Reasoning models wrap their thinking in `<think>…</think>`; only the text after it counts. A think block that
@@ -11,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 
 THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -25,25 +31,38 @@ MAX_GLOSS_NAME_WORDS = 6
 MAX_LITERAL_CHARS = 20_000
 MAX_CONCEPT_CHARS = 120
 
-PROBLEM_WORDS = r"(?:(?:final|new|synthesi[sz]ed|generated)\s+)?problem(?:\s+statement)?"
+PROBLEM_WORDS = r"(?:(?:final|new|synthesi[sz]ed|generated)\s+)?problem(?:\s+statement)?\b"
 # Markers that introduce the final problem, strongest first: a markdown heading, a bold label, a plain label.
+# Text on a heading's line counts only after a colon: "### Problem Solution" is no problem marker.
 PROBLEM_MARKERS = (
-    re.compile(rf"^\s*#{{1,6}}\s*(?:\*\*)?\s*{PROBLEM_WORDS}\s*:?\s*(?:\*\*)?\s*:?\s*(?P<rest>.*)$", re.I),
-    re.compile(rf"^\s*(?:\*\*|__)\s*{PROBLEM_WORDS}\s*:?\s*(?:\*\*|__)\s*:?\s*(?P<rest>.*)$", re.I),
-    re.compile(rf"^\s*{PROBLEM_WORDS}\s*:\s*(?P<rest>.*)$", re.I),
+    re.compile(rf"^\s*#{{1,6}}\s*(?:\*\*)?\s*{PROBLEM_WORDS}\s*(?P<colon>:?)\s*(?:\*\*)?\s*:?\s*(?P<rest>.*)$", re.I),
+    re.compile(rf"^\s*(?:\*\*|__)\s*{PROBLEM_WORDS}\s*(?P<colon>:?)\s*(?:\*\*|__)\s*:?\s*(?P<rest>.*)$", re.I),
+    re.compile(rf"^\s*{PROBLEM_WORDS}\s*(?P<colon>:)\s*(?P<rest>.*)$", re.I),
 )
-# Where a problem body ends: the next heading, or a label that starts a solution/answer/notes section.
-SECTION_END = re.compile(
-    r"^\s*(?:#{1,6}\s|(?:\*\*|__)?\s*(?:solution|answer|final answer|explanation|notes?|verification|check)"
-    r"\s*(?:\*\*|__)?\s*:)",
+# Lines where the text after a problem starts: a heading (also a bare "###"), a horizontal rule, a section label
+# ("Solution", "**Analysis:**", "#### Answer", "Step-by-Step Solution:"; not "Note:", which competition problems
+# use for conventions), a "Step 1", the opening of a
+# worked solution ("To solve this problem, we…", "Let's solve…", "We need to…"), or a final answer.
+_LABELS = (r"(?:step[- ]by[- ]step\s+)?(?:solution|answer|final\s+answer|explanation|analysis|verification|"
+           r"check|hint|reasoning|working)s?")
+SOLUTION_START = re.compile(
+    r"^\s*(?:#{1,6}(?:\s|$)|(?:-{3,}|\*{3,}|_{3,})\s*$|"
+    rf"(?:\*\*|__)?\s*{_LABELS}\s*(?:\*\*|__)?\s*(?::|$)|"
+    r"(?:\*\*|__)?\s*step\s*1\b|"
+    r"to\s+(?:solve|find|determine|compute|calculate|evaluate|answer)\b[^\n]*?,\s*(?:we|let's|let\s+us|i)\b|"
+    r"let's\s+(?:solve|start|begin|break|work|go\s+through|calculate|compute|find|simplify|first)\b|"
+    r"we\s+(?:need|have|want)\s+to\s+(?:find|solve|determine|calculate|compute|use|follow)\b|"
+    r"(?:the\s+)?final\s+answer\b|the\s+answer\s+is\b)",
     re.I,
 )
 FENCE = re.compile(r"^\s*(```|~~~)")
 VERDICT_LINE = re.compile(
-    r"^[ \t>*_#`]*(?:final\s+)?verdict[ \t*_`]*[:=\-–—]?[ \t*_`]*(?P<verdict>perfect|acceptable|bad)\b",
+    r"^[ \t>*_#`]*(?:final\s+)?verdict\b[ \t*_`]*[:=\-–—]?[ \t*_`]*(?P<verdict>[A-Za-z]*)",
     re.I | re.M,
 )
 VERDICTS = ("perfect", "acceptable", "bad")
+# A verdict counts only below an analysis of at least this many words: "Verdict: perfect" alone is a rubber stamp.
+MIN_ANALYSIS_WORDS = 5
 
 
 def final_text(text: str) -> str:
@@ -137,36 +156,73 @@ def _concept_name(item: str) -> str:
 def parse_problem(text: str) -> str | None:
     """The problem under the last `### Problem` marker (or a bold / plain `Problem:` label), or None.
 
-    The problem runs to the next heading or solution/answer label; code fences and enclosing bold are removed.
+    The problem runs to where a solution, an answer or another section starts (`split_solution`); code fences
+    and enclosing bold are removed.
     """
     lines = final_text(text).splitlines()
     for marker in PROBLEM_MARKERS:
-        found = [(index, match) for index, line in enumerate(lines) if (match := marker.match(line))]
+        found = [(index, match) for index, line in enumerate(lines)
+                 if (match := marker.match(line)) and _is_marker(match)]
         if found:
             index, match = found[-1]
-            return _problem_body([match.group("rest"), *lines[index + 1:]])
+            body = "\n".join(line for line in [match.group("rest"), *lines[index + 1:]] if not FENCE.match(line))
+            return _unwrapped(split_solution(body)[0]) or None
     return None
 
 
-def _problem_body(lines: list[str]) -> str | None:
-    kept: list[str] = []
+def _is_marker(match: re.Match[str]) -> bool:
+    rest = match.group("rest").strip()
+    return bool(match.group("colon")) or not rest[:1].isalpha()
+
+
+def split_solution(problem: str) -> tuple[str, str | None]:
+    """(the problem statement, the solution or answer text that follows it, None if there is none).
+
+    The statement ends at the first line after its first non-empty one where a solution starts (SOLUTION_START).
+    """
+    lines = problem.splitlines()
+    started = False
     for position, line in enumerate(lines):
-        if FENCE.match(line):
-            continue
-        if position > 0 and SECTION_END.match(line) and any(part.strip() for part in kept):
-            break
-        kept.append(line)
-    body = "\n".join(kept).strip()
+        if started and _starts_solution(line):
+            return "\n".join(lines[:position]).strip(), "\n".join(lines[position:]).strip()
+        started = started or bool(line.strip())
+    return problem.strip(), None
+
+
+def _starts_solution(line: str) -> bool:
+    # `\boxed{` counts anywhere on the line; every other form only where the line starts.
+    match = SOLUTION_START.match(line)
+    return match is not None or "\\boxed{" in line
+
+
+def _unwrapped(body: str) -> str:
     while len(body) >= 4 and body[:2] in ("**", "__") and body.endswith(body[:2]):
         body = body[2:-2].strip()
-    body = re.sub(r"\n{3,}", "\n\n", body)
-    return body or None
+    return re.sub(r"\n{3,}", "\n\n", body)
 
 
 # ---------------------------------------------------------------- verdict
 
 
-def parse_verdict(text: str) -> str | None:
-    """'perfect', 'acceptable' or 'bad' from the last `Verdict: …` line, or None when there is none."""
-    matches = list(VERDICT_LINE.finditer(final_text(text)))
-    return matches[-1].group("verdict").lower() if matches else None
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    analysis: str
+
+
+def parse_judgement(text: str) -> Judgement | None:
+    """The verdict of the last `Verdict: …` line and the analysis above it.
+
+    None when there is no verdict line, when the last one names no rating of VERDICTS ("Verdict: good"), or when
+    fewer than MIN_ANALYSIS_WORDS words stand above it.
+    """
+    body = final_text(text)
+    matches = list(VERDICT_LINE.finditer(body))
+    if not matches:
+        return None
+    last = matches[-1]
+    verdict = last.group("verdict").lower()
+    analysis = body[:last.start()].strip()
+    if verdict not in VERDICTS or len(analysis.split()) < MIN_ANALYSIS_WORDS:
+        return None
+    return Judgement(verdict, analysis)

@@ -1,10 +1,12 @@
 """Pre-filters for generated problems: cheap text rules that reject problems unfit for verifiable-reward RL.
 
 Each rule is a named detector; `prefilter_reason` applies them in a fixed order and returns the first that
-fires as the reject reason. The detectors look for the surface forms real generators use (answer choices,
-"(a) … (b) …" parts, "prove that", "true or false", an appended answer), and are kept narrow enough that
-ordinary competition problems pass (on MATH train + MATH-500 they flag under 2 % of problems besides the
-over-long ones, most of them genuine multiple-choice items).
+fires as the reject reason. The detectors look for the surface forms real generators use (a worked solution
+left in the text, answer choices, "(a) … (b) …" parts, "prove that", "true or false", an appended answer), and
+are kept narrow enough that ordinary competition problems pass (on MATH train + MATH-500 they flag under 2 % of
+problems besides the over-long ones, most of them genuine multiple-choice items).
+`solution_leak` comes first: a problem that still carries worked steps usually also ends in its answer, and
+its reason should say that the solution, not just the answer, is in the text.
 """
 
 from __future__ import annotations
@@ -61,11 +63,38 @@ _ANSWER_LEAK = re.compile(
     r"\\boxed\b|\\fbox\b|(?m:^\s*(?:\*\*)?(?:final\s+)?(?:answer|solution)\s*(?:\*\*)?\s*:)|"
     # an appended last sentence that states the answer or the result
     r"(?:^|[.?!]\s+)\(?(?:the\s+)?(?:final\s+|correct\s+)?(?:answer|result)\s*(?:is|:|=)[^.?!]*[.!]?\)?\s*$|"
-    r"\bhint\s*:[^\n]*\b(?:answer|result)\s+(?:is|equals|=)|(?m:^\s*step\s*1\s*[:.])|"
+    r"\bhint\s*:[^\n]*\b(?:answer|result)\s+(?:is|equals|=)|"
     # "Compute 47+85 = 132.": a purely numeric expression to evaluate, followed by its value.
     r"\b(?:compute|calculate|evaluate|simplify)\s+[\d\s+\-*/×÷^().]+(?:mod\s+[\d\s()]+)?=\s*-?\d",
     re.I,
 )
+
+
+# Worked steps, from what real models write after their problem: the prose of a solution ("To solve this
+# problem, we need to…", "Substituting…"), numbered "Step 1" markers, a chain of equalities that ends in a
+# number ("= 25 + 1 = 26"), and a concluding "Therefore, the value … is". Phrases that competition problems
+# use too ("we get", "we obtain", "Thus the top row…") are left out (measured on MATH train + MATH-500).
+_SOLVING_PROSE = re.compile(
+    r"\bto solve (?:this|the) problem\b|\bwe need to (?:find|determine|calculate|compute|solve|use|follow|"
+    r"evaluate|simplify|analy[sz]e)\b|\blet's (?:solve|start|begin|break|calculate|compute|find|simplify|"
+    r"go through|first)\b|\blet us (?:solve|compute|calculate|find)\b|\bsubstituting\b|\bplugging (?:in|into)\b|"
+    r"\bthis gives us\b|\bsimplifying,",
+    re.I,
+)
+_STEP_MARKER = re.compile(r"(?m:^\s*(?:#+\s*)?(?:\*\*)?\s*step\s*1\s*(?:[:.)]|\*\*))|\bstep[- ]by[- ]step\b", re.I)
+# "= <numbers and operators, no variables> = <number>" inside one formula.
+_EQUALITY_CHAIN = re.compile(
+    r"(?<![!<>])=(?P<middle>[^=\n$<>]{1,80})=\s*-?\d[\d,]*(?:\.\d+)?\s*(?:\\\]|\\\)|\$|[.,]?\s*$)", re.M)
+_LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+_CONCLUSION = re.compile(r"\b(?:therefore|thus|hence),\s+(?:the|we|its)\b[^.?!\n]*\b(?:is|are|equals|=|get)\b", re.I)
+
+
+def _has_equality_chain(text: str) -> bool:
+    for match in _EQUALITY_CHAIN.finditer(text):
+        middle = _LATEX_COMMAND.sub(" ", match.group("middle"))
+        if re.search(r"\d", middle) and not re.search(r"[A-Za-z]|\\[\[\]]", middle):
+            return True
+    return False
 
 
 def token_count(text: str) -> int:
@@ -108,8 +137,23 @@ def leaks_answer(problem: str) -> bool:
     return bool(_ANSWER_LEAK.search(problem.strip()))
 
 
+# The parts of the solution_leak rule, by name, so their precision and recall can be measured one by one.
+SOLUTION_SIGNS: dict[str, Callable[[str], bool]] = {
+    "solving_prose": lambda text: bool(_SOLVING_PROSE.search(text)),
+    "step_marker": lambda text: bool(_STEP_MARKER.search(text)),
+    "equality_chain": _has_equality_chain,
+    "conclusion": lambda text: bool(_CONCLUSION.search(text)),
+}
+
+
+def shows_solution(problem: str) -> bool:
+    """Whether the text still shows worked steps or a solution's conclusion."""
+    return any(sign(problem) for sign in SOLUTION_SIGNS.values())
+
+
 # In the order they are applied; the first detector that fires names the reject reason.
 DEFECT_DETECTORS: dict[str, Callable[[str], bool]] = {
+    "solution_leak": shows_solution,
     "answer_leak": leaks_answer,
     "multiple_choice": is_multiple_choice,
     "true_false": is_true_false,

@@ -212,3 +212,31 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     reader = CountingEngine()
     CachedEngine(reader, db, IDENTITY).generate([Request(prompt=f"p{i}", n=2, seed=0) for i in range(300)])
     assert reader.sent == []
+
+
+def test_finish_reasons_are_kept_in_the_cache(tmp_path: Path) -> None:
+    class CutOffEngine(CountingEngine):
+        def generate(self, requests: list[Request]) -> list[list[Completion]]:
+            return [[Completion("half", 5, "length")] * request.n for request in requests]
+
+    request = Request(prompt="q", n=2)
+    CachedEngine(CutOffEngine(), tmp_path / "requests.sqlite", IDENTITY).generate([request])
+    reader = CountingEngine()
+    again = CachedEngine(reader, tmp_path / "requests.sqlite", IDENTITY).generate([request])
+    assert reader.sent == [] and all(c.truncated for c in again[0])
+
+
+def test_rows_of_an_old_cache_without_finish_reason_are_asked_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "requests.sqlite"
+    request = Request(prompt="q", n=1)
+    with sqlite3.connect(db) as old:
+        old.execute("CREATE TABLE completions (key TEXT NOT NULL, sample INTEGER NOT NULL, text TEXT NOT NULL, "
+                    "tokens INTEGER NOT NULL, PRIMARY KEY (key, sample))")
+        old.execute("INSERT INTO completions VALUES (?, 0, 'maybe cut off', 3)", (request_key(IDENTITY, request),))
+    engine = CountingEngine()
+    result = CachedEngine(engine, db, IDENTITY).generate([request])
+    assert engine.sent == [request] and result == [answer(request)]
+    reader = CountingEngine()
+    assert CachedEngine(reader, db, IDENTITY).generate([request]) == [answer(request)] and reader.sent == []

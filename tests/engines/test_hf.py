@@ -72,3 +72,9 @@ def test_chat_without_a_template_is_a_user_error(random_policy: Path) -> None:
 def test_an_unknown_option_is_a_user_error(random_policy: Path) -> None:
     with pytest.raises(UserError, match="engine option 'tensor_parallel' is not used by the hf engine"):
         make_engine(EngineConfig(engine="hf", model=str(random_policy), options={"tensor_parallel": 2}))
+
+
+def test_a_completion_that_hits_max_tokens_is_reported_cut_off(engine: HFEngine) -> None:
+    samples = engine.generate([Request(prompt="Compute 1+2.\n", n=8, max_tokens=3, seed=4)])[0]
+    assert any(c.truncated for c in samples)
+    assert not any(c.truncated for c in samples if c.tokens < 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -44,6 +45,8 @@ class FakeServer(ThreadingHTTPServer):
         self.authorizations: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.ignores_n = False  # answer one choice whatever n asks, like llama.cpp's server
+        self.finish_reason = "stop"
         self.lock = threading.Lock()
 
     @property
@@ -75,9 +78,9 @@ class FakeHandler(BaseHTTPRequestHandler):
             if failure is not None:
                 self._reply(failure, {"error": {"message": f"scripted failure {failure}", "type": "test"}})
             elif self.path.endswith("/chat/completions"):
-                self._reply(200, completion_body(body, chat=True))
+                self._reply(200, completion_body(body, chat=True, server=server))
             else:
-                self._reply(200, completion_body(body, chat=False))
+                self._reply(200, completion_body(body, chat=False, server=server))
         finally:
             with server.lock:
                 server.in_flight -= 1
@@ -94,14 +97,18 @@ class FakeHandler(BaseHTTPRequestHandler):
             pass
 
 
-def completion_body(body: dict[str, Any], chat: bool) -> dict[str, Any]:
+def completion_body(body: dict[str, Any], chat: bool, server: FakeServer) -> dict[str, Any]:
     source = body["messages"][-1]["content"] if chat else body["prompt"]
-    texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(body.get("n", 1))]
+    if server.ignores_n:
+        texts = [f"{source} -> seed {body.get('seed')} \\boxed{{0}}"]
+    else:
+        texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(body.get("n", 1))]
+    reason = server.finish_reason
     if chat:
-        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": reason}
                    for i, t in enumerate(texts)]
     else:
-        choices = [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(texts)]
+        choices = [{"index": i, "text": t, "finish_reason": reason} for i, t in enumerate(texts)]
     choices.reverse()  # servers need not return choices in index order
     usage = {"prompt_tokens": 3, "completion_tokens": 10 * len(texts), "total_tokens": 3 + 10 * len(texts)}
     return {"id": "x", "object": "chat.completion" if chat else "text_completion", "created": 0, "model": MODEL,
@@ -232,6 +239,46 @@ def test_results_go_through_the_request_cache(server: FakeServer, tmp_path: Path
     again = make_engine(cfg, tmp_path).generate(requests)
     assert again == first
     assert len(server.posts) == 4
+
+
+def test_the_finish_reason_of_each_choice_is_reported(server: FakeServer) -> None:
+    server.finish_reason = "length"
+    results = engine_for(server).generate([Request(prompt="x", n=2)])
+    assert [c.truncated for c in results[0]] == [True, True]
+
+
+def test_a_server_that_ignores_n_gets_single_requests_with_distinct_seeds(server: FakeServer, capsys) -> None:
+    server.ignores_n = True
+    results = engine_for(server).generate([Request(prompt=f"p{i}", n=3, seed=100 * i) for i in range(4)])
+    assert [c.text for c in results[2]] == [f"p2 -> seed {seed} \\boxed{{0}}" for seed in (200, 201, 202)]
+    # The probe with n=3, then 3 single-choice requests for each of the 4 requests.
+    assert [body["n"] for _, body in server.posts].count(3) == 1 and len(server.posts) == 13
+    assert "sending n single-choice requests" in " ".join(capsys.readouterr().err.split())
+
+
+def test_timeouts_halve_the_concurrency_and_say_so(server: FakeServer, capsys) -> None:
+    server.delay_s = 0.6
+    engine = engine_for(server, max_concurrency=8, timeout=0.4, max_retries=3)
+    with pytest.raises(UserError, match="kept failing"):
+        engine.generate([Request(prompt=f"p{i}") for i in range(8)])
+    said = " ".join(capsys.readouterr().err.split())
+    assert re.findall(r"lowering concurrency to (\d+)", said) == ["4", "2", "1"]
+
+
+def test_a_fully_cached_step_runs_with_the_server_down(server: FakeServer, tmp_path: Path) -> None:
+    cfg = EngineConfig(engine="openai", model=MODEL, options={"base_url": server.base_url})
+    requests = [Request(prompt=f"p{i}", n=2, seed=i) for i in range(3)]
+    first = make_engine(cfg, tmp_path).generate(requests)
+    server.shutdown()
+    server.server_close()
+    assert make_engine(cfg, tmp_path).generate(requests) == first
+
+
+def test_the_server_is_checked_on_the_first_request_the_cache_cannot_answer(tmp_path: Path) -> None:
+    cfg = EngineConfig(engine="openai", model=MODEL, options={"base_url": closed_port_url()})
+    engine = make_engine(cfg, tmp_path)
+    with pytest.raises(UserError, match="cannot reach the server"):
+        engine.generate([Request(prompt="p")])
 
 
 # ------------------------------------------------------------------ against a real `vllm serve`

@@ -7,7 +7,7 @@ from sws.engines import Request, make_engine
 from sws.engines.oracle import OracleEngine
 from sws.errors import UserError
 from sws.grading import extract_answer
-from sws.parsing import parse_concepts, parse_problem, parse_verdict
+from sws.parsing import parse_concepts, parse_judgement, parse_problem
 from sws.worlds.arith import CATEGORIES, DEFECT_KINDS, LEVELS, generate_problems, solve
 from sws.worlds.arith.defects import inject_defect
 
@@ -71,7 +71,8 @@ def rate_requests(problems: list[str]) -> list[Request]:
 
 
 def judged(engine: OracleEngine, problems: list[str]) -> list[str]:
-    return [parse_verdict(samples[0].text) for samples in engine.generate(rate_requests(problems))]
+    judgements = [parse_judgement(samples[0].text) for samples in engine.generate(rate_requests(problems))]
+    return [judgement.verdict if judgement else None for judgement in judgements]
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +172,37 @@ def test_bad_options_are_user_errors(options, message):
 def test_a_task_the_oracle_cannot_play_is_a_user_error():
     with pytest.raises(UserError, match="cannot play task 'policy'"):
         oracle().generate([Request(prompt="p", task="policy")])
+
+
+def label_request(n: int = 4, seed: int = 1) -> Request:
+    return Request(prompt="(label prompt)", n=n, seed=seed, task="label", fields={"problem": "Compute 47+85."})
+
+
+def test_the_cut_off_knob_truncates_completions_at_its_rate():
+    samples = oracle(cut_off=0.3).generate([label_request(n=DRAWS)])[0]
+    cut = [c for c in samples if c.truncated]
+    assert abs(len(cut) / DRAWS - 0.3) < TOLERANCE
+
+
+def test_the_run_on_knob_writes_a_solution_after_the_problem():
+    completions = oracle(run_on=1.0).generate(generate_requests(200))
+    texts = [samples[0].text for samples in completions]
+    run_on = [text for text in texts if "\\boxed" in text or "result is" in text]
+    assert len(run_on) >= 0.9 * len(texts)
+
+
+def test_the_rubber_stamp_knob_gives_a_verdict_without_analysis():
+    request = Request(prompt="(rate prompt)", n=DRAWS, seed=1, task="rate", fields={"problem": "Compute 3*4."})
+    texts = [c.text for c in oracle(rubber_stamp=0.5).generate([request])[0]]
+    assert abs(texts.count("Verdict: perfect") / DRAWS - 0.5) < TOLERANCE
+
+
+def test_failure_knobs_leave_every_other_draw_unchanged():
+    plain = oracle(labeler_error=0.3).generate([label_request(n=50)])[0]
+    noisy = oracle(labeler_error=0.3, cut_off=0.5).generate([label_request(n=50)])[0]
+    assert [a.text for a, b in zip(plain, noisy, strict=True) if not b.truncated] == \
+        [b.text for b in noisy if not b.truncated]
+
+
+def test_ignores_n_answers_one_completion_per_request():
+    assert [len(samples) for samples in oracle(ignores_n=True).generate([label_request(n=4)])] == [1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 from collections.abc import Iterator
@@ -103,3 +104,19 @@ def test_vllm_rejects_an_option_vllm_llm_does_not_take(trained_policy: Path) -> 
     cfg = EngineConfig(engine="vllm", model=str(trained_policy), options={"tensor_paralel_size": 2})
     with pytest.raises(UserError, match="engine option 'tensor_paralel_size' is not accepted by vllm.LLM"):
         make_engine(cfg)
+
+
+def test_vllm_reports_completions_cut_off_at_max_tokens(vllm_engine) -> None:
+    requests, _ = policy_requests(4, n=2, seed=3)
+    short = [dataclasses.replace(request, max_tokens=1) for request in requests]
+    assert all(c.truncated for samples in vllm_engine.generate(short) for c in samples)
+    assert not any(c.truncated for samples in vllm_engine.generate(requests) for c in samples if c.tokens < 24)
+
+
+def test_vllm_under_fan_out_gives_the_samples_of_single_requests_with_consecutive_seeds(vllm_engine) -> None:
+    from sws.engines.fanout import SampleFanOut, fan_out
+
+    requests, _ = policy_requests(3, n=3, seed=5)
+    fanned = SampleFanOut(vllm_engine.engine, "fanout").generate(requests)
+    singles = vllm_engine.generate([single for request in requests for single in fan_out(request)])
+    assert [c.text for samples in fanned for c in samples] == [samples[0].text for samples in singles]

@@ -19,7 +19,8 @@ def test_oracle_concepts_for_every_weak_problem(tmp_path: Path) -> None:
     table = read_table(tmp_path, "concepts")
     weak_ids = read_table(tmp_path, "weakness").filter(pl.col("weak"))["problem_id"].to_list()
     assert table["problem_id"].to_list() == weak_ids
-    assert result.info["funnel"] == {"step": "extract", "in": len(weak_ids), "kept": len(weak_ids), "rejected": {}}
+    assert result.info["funnel"] == {"step": "extract", "in": len(weak_ids), "kept": len(weak_ids), "rejected": {},
+                                     "truncated": 0, "completions": len(weak_ids)}
     text_of = dict(zip(problems["problem_id"], problems["problem"], strict=True))
     for problem_id, listed in zip(table["problem_id"], table["concepts"], strict=True):
         assert 1 <= len(listed) <= 5 and len(set(listed)) == len(listed)

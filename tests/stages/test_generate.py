@@ -158,3 +158,28 @@ def test_empty_concept_sets_give_empty_outputs(tmp_path: Path) -> None:
     result = generate.run(noisy_oracle_config(), tmp_path)
     assert read_table(tmp_path, "synthetic").height == 0
     assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}}
+
+
+def test_cut_off_generations_are_truncated_and_solutions_are_cut_or_rejected(tmp_path: Path, monkeypatch) -> None:
+    from sws.engines import Completion
+
+    outputs = [
+        ("### Problem\nCompute 731*6.\n\n---\n\nTo solve this problem, we multiply: 731*6 = 4386.", "stop"),
+        ("### Problem\nCompute 48+75. To solve this problem, we need to add: 48 + 75 = 100 + 23 = 123.", "stop"),
+        ("### Problem\nCompute 17*3.\n\n### Solution\nTo solve", "length"),
+    ]
+
+    class Generator(ScriptedEngine):
+        def generate(self, requests):
+            self.requests.extend(requests)
+            text, reason = outputs[len(self.requests) - 1]  # shards of one request
+            return [[Completion(text, 9, reason)] for _ in requests]
+
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 3)
+    use_engines(monkeypatch, {"scripted": Generator(lambda request, k: "")})
+    result = generate.run(config_with_scripted_generator(), tmp_path)
+    assert read_table(tmp_path, "synthetic")["problem"].to_list() == ["Compute 731*6."]
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert rejected["reject_reason"].to_list() == ["solution_leak", "truncated"]
+    assert result.info["funnel"]["truncated"] == 1

@@ -119,8 +119,15 @@ def test_category_table_fail_ratios_and_shares() -> None:
     assert table["n_problems"].to_list() == [2, 4, 1]
     assert table["n_rolled_out"].to_list() == [2, 3, 1]
     assert table["n_weak"].to_list() == [2, 1, 0]
-    assert table["fail_ratio"].to_list() == [1.0, 0.25, 0.0]
-    assert table["share"].to_list() == pytest.approx([0.8, 0.2, 0.0])
+    # g4 was never rolled out: the fail ratio counts only the problems in the rollout log
+    assert table["fail_ratio"].to_list() == pytest.approx([1.0, 1 / 3, 0.0])
+    assert table["share"].to_list() == pytest.approx([0.75, 0.25, 0.0])
+
+
+def test_a_category_never_rolled_out_has_fail_ratio_zero() -> None:
+    problems = problems_table({"a": "algebra", "b": "geometry"})
+    weakness = weakness_table(problems, rollouts_table({"a": [0.0]}), IdentifyConfig())
+    assert identify.category_table(weakness)["fail_ratio"].to_list() == [1.0, 0.0]
 
 
 def test_no_weak_problem_gives_zero_shares() -> None:

@@ -125,3 +125,42 @@ def test_empty_rated_gives_empty_labeled(tmp_path: Path) -> None:
     result = label.run(PipelineConfig(), tmp_path)
     assert read_table(tmp_path, "labeled").height == 0
     assert result.info["funnel"]["in"] == 0
+
+
+def test_cut_off_samples_count_as_no_answer(tmp_path: Path, monkeypatch) -> None:
+    from sws.engines import Completion
+
+    class CutOffLabeler(ScriptedEngine):
+        def generate(self, requests):
+            self.requests.extend(requests)
+            # An intermediate box in a cut-off solution is no final answer.
+            return [[Completion(boxed("455"), 512, "length")] * 3 + [Completion(boxed("498"), 80)] for _ in requests]
+
+    write_rated(tmp_path, ["Compute 6*83."])
+    use_engines(monkeypatch, {"labeler": CutOffLabeler(lambda request, k: "")})
+    result = label.run(labeler_config(samples=4), tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "labeled")).row(0, named=True)
+    assert rejected["answers"] == [None, None, None, "498"] and rejected["reject_reason"] == "low_consistency"
+    assert result.info["funnel"]["truncated"] == 3
+
+
+def test_the_labeler_never_sees_a_solution_left_in_the_problem(tmp_path: Path, monkeypatch) -> None:
+    leaked = "Compute 6*83.\n\n---\n\nTo solve this problem, we multiply: 6*83 = 407.\n\n\\[\\boxed{407}\\]"
+    write_rated(tmp_path, [leaked])
+    engine = ScriptedEngine(lambda request, k: boxed("498"))
+    use_engines(monkeypatch, {"labeler": engine})
+    label.run(labeler_config(samples=4), tmp_path)
+    assert engine.requests[0].fields == {"problem": "Compute 6*83."}
+    assert "407" not in engine.requests[0].messages[0]["content"]
+    assert read_table(tmp_path, "labeled")["answer"].to_list() == ["498"]
+
+
+def test_a_label_that_copies_the_solution_in_the_problem_is_rejected(tmp_path: Path, monkeypatch) -> None:
+    leaked = "Compute 6*83.\n\n### Solution\n6*83 = 407, so the answer is \\boxed{407}."
+    write_rated(tmp_path, [leaked, "Compute 7*8."])
+    use_engines(monkeypatch, {"labeler": ScriptedEngine(lambda request, k: boxed("407") if "6*83" in
+                                                        request.fields["problem"] else boxed("56"))})
+    label.run(labeler_config(samples=4), tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "labeled"))
+    assert rejected.select("problem", "reject_reason").rows() == [(leaked, "copied_solution")]
+    assert read_table(tmp_path, "labeled")["answer"].to_list() == ["56"]

@@ -26,9 +26,12 @@ def write_synthetic(run_dir: Path, problems: list[str]) -> None:
                "problem": pl.Utf8}))
 
 
+ANALYSIS = "Standalone, a single numeric answer, no parts, no hints, well-posed."
+
+
 def judge_saying(verdicts_by_problem: dict[str, list[str]]) -> ScriptedEngine:
-    """A judge whose k-th sample on a problem ends with the k-th scripted verdict line."""
-    return ScriptedEngine(lambda request, k: f"Looks at it carefully.\n{verdicts_by_problem[request.fields['problem']][k]}")
+    """A judge whose k-th sample on a problem is an analysis and the k-th scripted verdict line."""
+    return ScriptedEngine(lambda request, k: f"{ANALYSIS}\n{verdicts_by_problem[request.fields['problem']][k]}")
 
 
 def test_keep_rule_counts_unparsed_verdicts_against_the_perfect_share(tmp_path: Path, monkeypatch) -> None:
@@ -45,6 +48,7 @@ def test_keep_rule_counts_unparsed_verdicts_against_the_perfect_share(tmp_path: 
     config = PipelineConfig()
     config.roles.judges = [scripted_role("judge")]
     config.synthesize.ratings_per_judge = 2
+    config.synthesize.rate_retries = 0
     result = rate.run(config, tmp_path)
     kept = read_table(tmp_path, "rated")
     rejected = read_parquet(rejected_path(tmp_path, "rated"))
@@ -73,8 +77,8 @@ def test_allow_bad_and_threshold_are_options(tmp_path: Path, monkeypatch) -> Non
 
 def test_verdicts_are_kept_per_judge(tmp_path: Path, monkeypatch) -> None:
     write_synthetic(tmp_path, PROBLEMS[:1])
-    strict = ScriptedEngine(lambda request, k: "Verdict: bad")
-    lenient = ScriptedEngine(lambda request, k: "Verdict: perfect")
+    strict = ScriptedEngine(lambda request, k: f"{ANALYSIS}\nVerdict: bad")
+    lenient = ScriptedEngine(lambda request, k: f"{ANALYSIS}\nVerdict: perfect")
     use_engines(monkeypatch, {"strict": strict, "lenient": lenient})
     config = PipelineConfig()
     config.roles.judges = [scripted_role("strict"), scripted_role("lenient")]
@@ -92,6 +96,51 @@ def test_accurate_oracle_judge_removes_exactly_the_defective_problems(tmp_path: 
     rejected = read_parquet(rejected_path(tmp_path, "rated"))
     assert sorted(rejected["problem"]) == sorted(problems[3:])
     assert all(solve(problem).kind == "ill_posed" for problem in rejected["problem"])
+
+
+def test_unusable_judgements_are_asked_again_and_the_analyses_are_kept(tmp_path: Path, monkeypatch) -> None:
+    asked: dict[str, int] = {}
+
+    def rubber_stamp_first(request, k: int) -> str:
+        problem = request.fields["problem"]
+        asked[problem] = asked.get(problem, 0) + 1
+        if problem == PROBLEMS[1] or asked[problem] == 1:
+            return "Verdict: perfect"  # no analysis: does not count
+        return f"{ANALYSIS}\nVerdict: perfect"
+
+    write_synthetic(tmp_path, PROBLEMS[:2])
+    judge = ScriptedEngine(rubber_stamp_first)
+    use_engines(monkeypatch, {"judge": judge})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("judge")]
+    config.synthesize.rate_retries = 3
+    rate.run(config, tmp_path)
+
+    kept = read_table(tmp_path, "rated").row(0, named=True)
+    assert kept["problem"] == PROBLEMS[0]
+    assert json.loads(kept["reasoning"]) == {"0:oracle/judge": [ANALYSIS]}
+    rejected = read_parquet(rejected_path(tmp_path, "rated")).row(0, named=True)
+    assert rejected["reject_reason"] == "unparsed_verdicts"
+    assert asked == {PROBLEMS[0]: 2, PROBLEMS[1]: 4}  # one retry settles the first; the second uses all three
+    assert len({request.seed for request in judge.requests}) == len(judge.requests) == 6  # a new seed each time
+
+
+def test_a_cut_off_judgement_does_not_count(tmp_path: Path, monkeypatch) -> None:
+    from sws.engines import Completion
+
+    class CutOffJudge(ScriptedEngine):
+        def generate(self, requests):
+            self.requests.extend(requests)
+            return [[Completion(f"{ANALYSIS}\nVerdict: perfect", 9, "length")] * r.n for r in requests]
+
+    write_synthetic(tmp_path, PROBLEMS[:1])
+    use_engines(monkeypatch, {"judge": CutOffJudge(lambda request, k: "")})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("judge")]
+    result = rate.run(config, tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "rated")).row(0, named=True)
+    assert rejected["reject_reason"] == "truncated" and rejected["n_truncated"] == 1
+    assert result.info["funnel"]["truncated"] == 3 == result.info["funnel"]["completions"]
 
 
 def test_an_empty_judge_list_is_rejected_with_the_config_before_any_step_runs() -> None:

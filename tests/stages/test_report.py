@@ -1,4 +1,5 @@
 import base64
+import json
 import re
 from pathlib import Path
 
@@ -59,6 +60,15 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_table(tmp_path, "eval/problems", per_problem)
     write_table(tmp_path, "eval/benchmarks", evaluate.benchmark_table(per_problem))
     write_table(tmp_path, "eval/weakness", evaluate.weakness_table(per_problem))
+    rated = pl.DataFrame({
+        "syn_id": ["s1", "s2", "s3", "s4"], "category": ["remainders"] * 3 + ["addition"],
+        "concepts": [["remainders"]] * 4, "level": ["easy"] * 4,
+        "problem": ["Compute 17 mod 5.", "Compute 19 mod 4.", "Compute 23 mod 7.", "Compute 2+2."],
+        "verdicts": ['{"0:oracle/j": ["perfect"]}'] * 3 + ['{"0:oracle/j": ["unparsed"]}'],
+        "reasoning": [json.dumps({"0:oracle/j": [f"Remainder analysis {i}."]}) for i in range(3)]
+        + ['{"0:oracle/j": [""]}'],
+    })
+    write_table(tmp_path, "rated", rated)
     write_funnel(tmp_path, "extract", 7, 7, [])
     write_funnel(tmp_path, "generate", 20, 15, ["multi_part"] * 3 + ["proof"] * 2)
     report.run(PipelineConfig(), tmp_path)  # every teacher role defaults to the arith oracle
@@ -83,7 +93,10 @@ def test_every_section_is_drawn_from_the_run(full_run: Path, page: str) -> None:
     assert len(images) == 6
     assert all(base64.b64decode(image).startswith(b"\x89PNG") for image in images)
     assert len(list((full_run / "plots").glob("*.png"))) == 6
-    assert "multi_part 3" in page and "proof 2" in page
+    assert "multi_part 3" in page and "proof 2" in page and "0 of 0" in page
+    # two analyses per category; a judgement without one is not shown
+    assert "Remainder analysis 0." in page and "Remainder analysis 1." in page
+    assert "Remainder analysis 2." not in page and "Compute 2+2." not in page
     assert "2 of 4 labeled problems in the band [0.25, 0.75]" in page
 
 

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import json
+import random
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -157,3 +162,157 @@ def test_every_step_runs_on_the_hf_engine_with_the_tiny_policy(tmp_path: Path) -
         assert read_parquet(rejected_path(run, name))["reject_reason"].null_count() == 0
     for row in read_funnel(run, list(synthesize.STEPS)):
         assert row.rows_in == row.kept + sum(row.rejected.values())
+
+
+def failing_models_pipeline(tmp_path: Path) -> Path:
+    """Every failure of small real models at once, played by the oracle."""
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({
+        "roles": {
+            "generator": {"engine": "oracle", "model": "arith-oracle", "options": {"run_on": 0.6, "cut_off": 0.2}},
+            "judges": [{"engine": "oracle", "model": "arith-oracle", "options": {"rubber_stamp": 0.6}}],
+            "labeler": {"engine": "oracle", "model": "arith-oracle",
+                        "options": {"ignores_n": True, "cut_off": 0.2, "labeler_error": 0.1}},
+        },
+        "synthesize": {"budget": 40, "set_size": 3, "label_samples": 4},
+    }))
+    return path
+
+
+def test_the_failures_of_real_models_are_caught_end_to_end(tmp_path: Path) -> None:
+    from sws.problem_filters import shows_solution
+
+    run = tmp_path / "run"
+    write_identified_run(run)
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(failing_models_pipeline(tmp_path))])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert said.count("sending n single-choice requests") == 1
+    assert "hit max_tokens" in said and "roles.generator.max_tokens" in said
+    funnel = {row.step: row for row in read_funnel(run, list(synthesize.STEPS))}
+    assert funnel["generate"].rejected.get("truncated", 0) > 0 and funnel["label"].truncated > 0
+    rated = read_table(run, "rated")
+    assert all(not shows_solution(problem) and "\\boxed" not in problem for problem in rated["problem"])
+    # A kept problem has perfect verdicts, and a verdict counts only below an analysis: rubber stamps were re-asked.
+    assert all(any(analyses) for reasoning in rated["reasoning"] for analyses in yaml.safe_load(reasoning).values())
+    labeled = read_table(run, "labeled")
+    assert labeled.height > 0
+    assert all(len(answers) == 4 for answers in labeled["answers"])
+    right = sum(answer == solve(problem).answer for problem, answer in zip(labeled["problem"], labeled["answer"],
+                                                                             strict=True))
+    assert right >= 0.9 * labeled.height
+
+
+def test_roles_with_the_same_engine_settings_share_one_engine_per_run(tmp_path: Path, monkeypatch) -> None:
+    from sws.engines import oracle
+
+    builds: list[str] = []
+    real_init = oracle.OracleEngine.__init__
+
+    def counting_init(self, cfg) -> None:
+        builds.append(cfg.model)
+        real_init(self, cfg)
+
+    monkeypatch.setattr(oracle.OracleEngine, "__init__", counting_init)
+    write_identified_run(tmp_path)
+    config = PipelineConfig()
+    config.synthesize.budget = 10
+    config.synthesize.set_size = 3
+    synthesize.run(config, tmp_path)
+    assert builds == ["arith-oracle"]  # extractor, generator, judge and labeler: one engine
+    synthesize.run(config, tmp_path, force=True, steps=["rate"])
+    assert builds == ["arith-oracle"]  # every answer came from the cache: nothing was built
+
+
+class OneChoiceTeacherServer(ThreadingHTTPServer):
+    """An OpenAI-compatible /v1/chat/completions that, like llama.cpp's server, accepts `n` and returns one
+    choice. It plays every teacher role from the rendered prompt alone (the arith teacher's rules), with the
+    request's seed as its only source of randomness; it records the (n, seed) of every labeler request."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), TeacherHandler)
+        self.label_requests: list[tuple[int, int, str]] = []
+        self.lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class TeacherHandler(BaseHTTPRequestHandler):
+    server: OneChoiceTeacherServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._reply({"object": "list", "data": [{"id": "teacher", "object": "model", "created": 0, "owned_by": "t"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt, seed = body["messages"][-1]["content"], body.get("seed", 0)
+        text = self._answer(prompt, body.get("n", 1), seed)
+        self._reply({"id": "x", "object": "chat.completion", "created": 0, "model": "teacher",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": len(text.split()), "total_tokens": 1}})
+
+    def _answer(self, prompt: str, n: int, seed: int) -> str:
+        from sws.worlds.arith import teacher
+
+        rng = random.Random(seed)
+        if prompt.startswith("A student keeps getting"):
+            category = re.search(r"following (\S+) problem", prompt).group(1)
+            problem = prompt.split("Problem:\n", 1)[1].split("\n\nList the", 1)[0]
+            return teacher.extract_text(problem, category, int(re.search(r"List the (\d+)", prompt).group(1)), rng)
+        if prompt.startswith("Write one new math problem"):
+            category, level = re.search(r'category "([^"]+)" at (\w+) difficulty', prompt).groups()
+            concepts = re.findall(r"^- (.+)$", prompt.split("The problem must be", 1)[0], re.M)
+            return teacher.generate_text(category, concepts, level, {}, rng)
+        if prompt.startswith("You are reviewing"):
+            return teacher.rate_text(prompt.split("Problem:\n", 1)[1].split("\n\nFirst write", 1)[0], 0.0, rng)
+        problem = prompt.split("\\boxed{}.\n\n", 1)[1].strip()
+        with self.server.lock:
+            self.server.label_requests.append((n, seed, problem))
+        return f"(sample drawn with seed {seed})\n" + teacher.label_text(problem, 0.3, rng)
+
+    def _reply(self, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_synthesize_against_a_server_that_ignores_n_gets_distinct_labeler_samples(tmp_path: Path, monkeypatch) -> None:
+    server = OneChoiceTeacherServer()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    teacher = {"engine": "openai", "model": "teacher", "options": {"base_url": server.base_url, "max_concurrency": 4}}
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml.safe_dump({
+        "roles": {"extractor": teacher, "generator": teacher, "judges": [teacher], "labeler": teacher},
+        "synthesize": {"budget": 12, "set_size": 3, "label_samples": 4},
+    }))
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=40)
+    try:
+        result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 0, result.output
+    labeled = read_table(run, "labeled")
+    assert labeled.height > 0 and all(len(answers) == 4 for answers in labeled["answers"])
+    probes = [request for request in server.label_requests if request[0] == 4]
+    assert len(probes) == 1  # the first labeler request found out; every later one asked for one choice
+    seeds: dict[str, set[int]] = {}
+    for n, seed, problem in server.label_requests:
+        if n == 1:
+            seeds.setdefault(problem, set()).add(seed)
+    assert seeds and all(len(distinct) == 4 for distinct in seeds.values())
+    # distinct samples: with a wrong-answer rate of 0.3, some labels are not unanimous
+    assert labeled["consistency"].min() < 1.0

@@ -46,10 +46,21 @@ class Request:
         }
 
 
+# Why a completion ended, as OpenAI-compatible servers and vLLM report it: "stop" (end of sequence or a stop
+# string) or "length" (it hit max_tokens). A cut-off output is never taken as finished.
+FINISHED = "stop"
+CUT_OFF = "length"
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
     tokens: int = 0
+    finish_reason: str = FINISHED
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == CUT_OFF
 
 
 class Engine(Protocol):

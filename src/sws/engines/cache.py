@@ -4,6 +4,8 @@ The key is everything that decides what a model returns: engine, model (plus a f
 folder, so a checkpoint retrained at the same path is not mistaken for the old one), the engine options that
 change the text, the messages or prompt, the sampling settings, the seed and the sample index. WAL mode and a
 busy timeout let several processes write the same cache at once.
+Each row keeps the completion's `finish_reason`. Rows written before it was recorded (NULL) are treated as
+missing and asked again: they may be cut-off outputs that nothing can tell apart from finished ones.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CREATE TABLE IF NOT EXISTS completions (
     sample INTEGER NOT NULL,
     text TEXT NOT NULL,
     tokens INTEGER NOT NULL,
+    finish_reason TEXT,
     PRIMARY KEY (key, sample)
 )
 """
@@ -82,6 +85,7 @@ class CachedEngine:
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self._db:
             self._db.execute(_SCHEMA)
+        _add_finish_reason_column(self._db)
 
     @property
     def hit_rate(self) -> float:
@@ -139,14 +143,32 @@ class CachedEngine:
             for start in range(0, len(ordered), _LOOKUP_CHUNK):
                 chunk = ordered[start:start + _LOOKUP_CHUNK]
                 rows = self._db.execute(
-                    f"SELECT key, sample, text, tokens FROM completions WHERE key IN ({','.join('?' * len(chunk))})",
+                    f"SELECT key, sample, text, tokens, finish_reason FROM completions "
+                    f"WHERE finish_reason IS NOT NULL AND key IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
-                for key, sample, text, tokens in rows:
-                    found.setdefault(key, {})[sample] = Completion(text=text, tokens=tokens)
+                for key, sample, text, tokens, finish_reason in rows:
+                    found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason)
         return found
 
     def _store(self, key: str, completions: list[Completion]) -> None:
-        rows = [(key, index, completion.text, completion.tokens) for index, completion in enumerate(completions)]
+        rows = [(key, index, completion.text, completion.tokens, completion.finish_reason)
+                for index, completion in enumerate(completions)]
         with self._lock, self._db:
-            self._db.executemany("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+
+def _add_finish_reason_column(db: sqlite3.Connection) -> None:
+    """Upgrade a cache written before finish_reason was recorded; its old rows stay NULL (asked again)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(completions)")}
+    if "finish_reason" in columns:
+        return
+    try:
+        with db:
+            db.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
+    except sqlite3.OperationalError as exc:  # another process added it first
+        if "duplicate column" not in str(exc):
+            raise

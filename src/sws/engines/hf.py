@@ -17,6 +17,8 @@ from typing import Any
 from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import (
+    CUT_OFF,
+    FINISHED,
     Completion,
     Request,
     check_local_model,
@@ -30,10 +32,10 @@ OPTIONS = {"batch_size", "chat_template", "device", "dtype"}
 
 class HFEngine:
     name = "hf"
+    honours_n = True
 
     def __init__(self, cfg: EngineConfig) -> None:
-        check_options(cfg.options, OPTIONS, self.name)
-        check_local_model(cfg.model, self.name)
+        self.check_config(cfg)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -49,6 +51,12 @@ class HFEngine:
         eos = self.lm.generation_config.eos_token_id
         eos = self.tokenizer.eos_token_id if eos is None else eos
         self.eos_ids = set(eos) if isinstance(eos, list) else {eos}
+
+    @staticmethod
+    def check_config(cfg: EngineConfig) -> None:
+        check_options(cfg.options, OPTIONS, HFEngine.name)
+        check_local_model(cfg.model, HFEngine.name)
+        read_chat_template(cfg.options.get("chat_template"))
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         texts = [self._render(request) for request in requests]
@@ -103,14 +111,15 @@ class HFEngine:
                 tokenizer=self.tokenizer if stop else None,
             )
         rows = output[:, inputs["input_ids"].shape[1]:].tolist()
-        completions = [self._completion(row, stop) for row in rows]
+        completions = [self._completion(row, stop, first.max_tokens) for row in rows]
         return [completions[i * first.n:(i + 1) * first.n] for i in range(len(requests))]
 
-    def _completion(self, row: list[int], stop: list[str]) -> Completion:
+    def _completion(self, row: list[int], stop: list[str], max_tokens: int) -> Completion:
         tokens = _generated_length(row, self.eos_ids, self.tokenizer.pad_token_id)
         text = self.tokenizer.decode(row[:tokens], skip_special_tokens=True)
         cuts = [text.find(marker) for marker in stop if marker in text]
-        return Completion(text=text[:min(cuts)] if cuts else text, tokens=tokens)
+        ended = cuts or any(token in self.eos_ids for token in row[:tokens]) or tokens < max_tokens
+        return Completion(text[:min(cuts)] if cuts else text, tokens, FINISHED if ended else CUT_OFF)
 
 
 def _generated_length(row: list[int], eos_ids: set[int], pad_id: int) -> int:

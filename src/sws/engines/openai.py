@@ -2,26 +2,32 @@
 hosted APIs).
 
 Chat requests go to /chat/completions, raw prompts to /completions, at most `max_concurrency` at a time (threads).
-Rate limits (429), server errors (5xx), timeouts and dropped connections are retried `max_retries` times with
-exponential backoff and jitter. The API key comes only from the environment variable named by `api_key_env`
-(default OPENAI_API_KEY; a local server accepts the value EMPTY). At start-up the engine lists the server's
-models, so an unreachable server, a rejected key or an unserved model is one clear error before any work.
+A timeout halves that limit (down to one request at a time, said once per change): a one-request server such as
+llama.cpp would otherwise time out on every request it queues. Rate limits (429), server errors (5xx), timeouts
+and dropped connections are retried `max_retries` times with exponential backoff and jitter. The API key comes
+only from the environment variable named by `api_key_env` (default OPENAI_API_KEY; a local server accepts the
+value EMPTY). When built, the engine lists the server's models, so an unreachable server, a rejected key or an
+unserved model is one clear error before any request. A server that returns fewer choices than `n` is handled
+by `sws.engines.fanout` (option `n_mode`).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import TypeVar
 
 import openai
 
+from sws import ui
 from sws.budget import largest_remainder
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Request, check_options
+from sws.engines.base import FINISHED, Completion, Request, check_options
 from sws.errors import UserError
 
 T = TypeVar("T")
@@ -35,24 +41,30 @@ class OpenAIEngine:
     name = "openai"
 
     def __init__(self, cfg: EngineConfig) -> None:
-        check_options(cfg.options, OPTIONS, self.name)
+        self.check_config(cfg)
         options = cfg.options
         self.model = cfg.model
         self.base_url: str = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.max_concurrency = int(options.get("max_concurrency", 16))
+        self.concurrency = AdaptiveLimit(self.max_concurrency, f"{self.name} engine ({self.base_url})")
         self.max_retries = int(options.get("max_retries", 5))
         self.retry_backoff = float(options.get("retry_backoff", 1.0))
         key_env = options.get("api_key_env", "OPENAI_API_KEY")
-        api_key = os.environ.get(key_env)
-        if not api_key:
+        self.client = openai.OpenAI(
+            base_url=self.base_url, api_key=os.environ[key_env], max_retries=0,
+            timeout=float(options.get("timeout", 600)),
+        )
+        self._check_server(key_env)
+
+    @staticmethod
+    def check_config(cfg: EngineConfig) -> None:
+        check_options(cfg.options, OPTIONS, OpenAIEngine.name)
+        key_env = cfg.options.get("api_key_env", "OPENAI_API_KEY")
+        if not os.environ.get(key_env):
             raise UserError(
                 f"environment variable {key_env} is not set (engine option 'api_key_env'); export it, "
                 "with the value EMPTY for a local server that needs no key"
             )
-        self.client = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key, max_retries=0, timeout=float(options.get("timeout", 600))
-        )
-        self._check_server(key_env)
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in requests]
@@ -103,23 +115,26 @@ class OpenAIEngine:
             response = self._with_retries(
                 lambda: self.client.chat.completions.create(messages=list(request.messages), **settings)
             )
-            texts = [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+            choices = sorted(response.choices, key=lambda c: c.index)
+            texts = [choice.message.content or "" for choice in choices]
         else:
             response = self._with_retries(lambda: self.client.completions.create(prompt=request.prompt, **settings))
-            texts = [choice.text for choice in sorted(response.choices, key=lambda c: c.index)]
-        if len(texts) != request.n:
-            raise UserError(
-                f"the server at {self.base_url} returned {len(texts)} choices for n={request.n}; "
-                "it does not support n > 1, use a server that does (vllm serve, SGLang)"
-            )
+            choices = sorted(response.choices, key=lambda c: c.index)
+            texts = [choice.text for choice in choices]
         tokens = _split_tokens(response.usage.completion_tokens if response.usage else 0, texts)
-        return [Completion(text=text, tokens=count) for text, count in zip(texts, tokens, strict=True)]
+        return [Completion(text, count, choice.finish_reason or FINISHED)
+                for text, count, choice in zip(texts, tokens, choices, strict=True)]
 
     def _with_retries(self, call: Callable[[], T]) -> T:
         attempt = 0
         while True:
             try:
-                return call()
+                with self.concurrency.slot() as limit_when_sent:
+                    try:
+                        return call()
+                    except openai.APITimeoutError:
+                        self.concurrency.halve(limit_when_sent)
+                        raise
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 retryable = isinstance(exc, openai.APIConnectionError) or _retryable_status(exc.status_code)
                 if not retryable:
@@ -132,6 +147,39 @@ class OpenAIEngine:
             delay = min(self.retry_backoff * 2**attempt, _MAX_BACKOFF_S)
             time.sleep(delay * random.uniform(0.5, 1.0))
             attempt += 1
+
+
+class AdaptiveLimit:
+    """At most `limit` requests in flight; a timeout halves the limit it was sent under (down to 1)."""
+
+    def __init__(self, limit: int, owner: str) -> None:
+        self.limit = max(1, limit)
+        self.owner = owner
+        self._in_flight = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def slot(self) -> Iterator[int]:
+        """Wait for a free slot; yields the limit in force when the request goes out."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._in_flight < self.limit)
+            self._in_flight += 1
+            limit = self.limit
+        try:
+            yield limit
+        finally:
+            with self._changed:
+                self._in_flight -= 1
+                self._changed.notify_all()
+
+    def halve(self, limit_when_sent: int) -> None:
+        # Requests sent together time out together; only the first of them lowers the limit.
+        with self._changed:
+            if self.limit != limit_when_sent or self.limit == 1:
+                return
+            self.limit //= 2
+        ui.info(f"{self.owner}: a request timed out; lowering concurrency to {self.limit} "
+                "(engine options max_concurrency, timeout)")
 
 
 def _retryable_status(status: int) -> bool:

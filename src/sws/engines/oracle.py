@@ -14,6 +14,13 @@ Noise, from `EngineConfig.options` (rates in [0, 1]): `ill_posed`, `multi_part`,
 `judge_error` (a verdict is wrong), `labeler_error` (an answer is a plausible wrong integer); `seed` shifts every
 draw. Each completion is deterministic given the seed, the request's seed and fields, and the sample index; at
 temperature 0 all samples of a request are identical, as with a real model.
+
+The failures of real small models, for end-to-end tests of the paths that handle them:
+- `run_on` (rate): a generation goes on past its problem into a worked solution, wrong half the time;
+- `cut_off` (rate): a completion stops halfway with finish_reason "length", as at max_tokens;
+- `rubber_stamp` (rate): a verdict line with no analysis above it;
+- `ignores_n` (true/false): one completion per request whatever its n, like llama.cpp's server.
+These draws come from random streams of their own, so switching them on changes no other draw.
 """
 
 from __future__ import annotations
@@ -24,23 +31,26 @@ import random
 from typing import Any
 
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Request
+from sws.engines.base import CUT_OFF, FINISHED, Completion, Request
 from sws.errors import UserError
 from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
 
-NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error")
+FAILURE_RATES = ("run_on", "cut_off", "rubber_stamp")
+NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error", *FAILURE_RATES)
+FLAGS = ("seed", "ignores_n")
 TASKS = ("extract", "generate", "rate", "label", "answer")
 
 
 def _noise_rates(options: dict[str, Any]) -> dict[str, float]:
     rates = {}
     for key, value in options.items():
-        if key == "seed":
+        if key in FLAGS:
             continue
         if key not in NOISE_OPTIONS:
             raise UserError(
-                f"engine options: unknown oracle option '{key}'; use seed or a noise rate: {', '.join(NOISE_OPTIONS)}"
+                f"engine options: unknown oracle option '{key}'; use seed, ignores_n or a noise rate: "
+                f"{', '.join(NOISE_OPTIONS)}"
             )
         if not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
             raise UserError(f"engine options: oracle option '{key}' is {value!r}; set a rate between 0 and 1")
@@ -60,18 +70,32 @@ class OracleEngine:
     name = "oracle"
 
     def __init__(self, cfg: EngineConfig) -> None:
+        self.check_config(cfg)
         self.model = cfg.model
         self.rates = _noise_rates(cfg.options)
+        self.seed = cfg.options.get("seed", 0)
+        self.ignores_n = cfg.options.get("ignores_n", False)
+        self.honours_n = not self.ignores_n
+
+    @staticmethod
+    def check_config(cfg: EngineConfig) -> None:
+        _noise_rates(cfg.options)
         seed = cfg.options.get("seed", 0)
         if not isinstance(seed, int):
             raise UserError(f"engine options: oracle option 'seed' is {seed!r}; set an integer")
-        self.seed = seed
+        if not isinstance(cfg.options.get("ignores_n", False), bool):
+            raise UserError(f"engine options: oracle option 'ignores_n' is {cfg.options['ignores_n']!r}; "
+                            "set true or false")
 
-    def _rng(self, request: Request, sample_index: int) -> random.Random:
+    def _rng(self, request: Request, sample_index: int, stream: str = "") -> random.Random:
         index = 0 if request.temperature == 0 else sample_index
-        key = json.dumps([self.seed, request.seed or 0, index, request.task, request.fields],
-                         sort_keys=True, default=str)
+        parts = [self.seed, request.seed or 0, index, request.task, request.fields, *([stream] if stream else [])]
+        key = json.dumps(parts, sort_keys=True, default=str)
         return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+
+    def _fails(self, failure: str, request: Request, sample_index: int) -> bool:
+        rate = self.rates.get(failure, 0.0)
+        return rate > 0 and self._rng(request, sample_index, failure).random() < rate
 
     def _field(self, request: Request, name: str) -> Any:
         if name not in request.fields:
@@ -88,10 +112,14 @@ class OracleEngine:
             )
         if task == "generate":
             concepts = self._field(request, "concepts")
+            run_on = self._rng(request, sample_index, "run_on_text") if self._fails("run_on", request, sample_index) else None
             return teacher.generate_text(
                 self._field(request, "category"), list(concepts), self._field(request, "level"), self.rates, rng,
+                run_on,
             )
         if task == "rate":
+            if self._fails("rubber_stamp", request, sample_index):
+                return teacher.RUBBER_STAMP
             return teacher.rate_text(self._field(request, "problem"), self.rates.get("judge_error", 0.0), rng)
         if task in ("label", "answer"):
             return teacher.label_text(self._field(request, "problem"), self.rates.get("labeler_error", 0.0), rng)
@@ -101,12 +129,16 @@ class OracleEngine:
         )
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        results = []
-        for request in requests:
-            texts = [self._complete(request, index) for index in range(request.n)]
-            # A whitespace word count stands in for the token count a tokenizer would report.
-            results.append([Completion(text, tokens=len(text.split())) for text in texts])
-        return results
+        return [[self._completion(request, index) for index in range(1 if self.ignores_n else request.n)]
+                for request in requests]
+
+    def _completion(self, request: Request, sample_index: int) -> Completion:
+        text = self._complete(request, sample_index)
+        finish_reason = FINISHED
+        if self._fails("cut_off", request, sample_index):
+            text, finish_reason = text[:len(text) // 2], CUT_OFF
+        # A whitespace word count stands in for the token count a tokenizer would report.
+        return Completion(text, len(text.split()), finish_reason)
 
     def close(self) -> None:
         """Nothing to release: the oracle holds no model, process or server."""

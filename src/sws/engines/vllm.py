@@ -16,15 +16,23 @@ from typing import Any
 
 from sws import ui
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Request, check_local_model, missing_chat_template, read_chat_template
+from sws.engines.base import (
+    FINISHED,
+    Completion,
+    Request,
+    check_local_model,
+    missing_chat_template,
+    read_chat_template,
+)
 from sws.errors import UserError
 
 
 class VllmEngine:
     name = "vllm"
+    honours_n = True
 
     def __init__(self, cfg: EngineConfig) -> None:
-        check_local_model(cfg.model, self.name)
+        self.check_config(cfg)
         try:
             import vllm
         except ImportError:
@@ -37,6 +45,11 @@ class VllmEngine:
         _check_llm_options(options)
         self.model = cfg.model
         self.llm = vllm.LLM(model=cfg.model, **options)
+
+    @staticmethod
+    def check_config(cfg: EngineConfig) -> None:
+        check_local_model(cfg.model, VllmEngine.name)
+        read_chat_template(cfg.options.get("chat_template"))
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in requests]
@@ -77,7 +90,8 @@ def sampling_params(request: Request) -> Any:
 
 def _collect(results: list[list[Completion]], indices: list[int], outputs: list[Any]) -> None:
     for index, output in zip(indices, outputs, strict=True):
-        results[index] = [Completion(text=sample.text, tokens=len(sample.token_ids)) for sample in output.outputs]
+        results[index] = [Completion(sample.text, len(sample.token_ids), sample.finish_reason or FINISHED)
+                          for sample in output.outputs]
 
 
 def _check_llm_options(options: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """`sws synthesize --steps extract`: the extractor lists k foundational concepts for each weak problem.
 
 Reads `weakness.parquet` (the weak rows) and `problems.parquet` (their text); writes `concepts.parquet` and
-`concepts.rejected.parquet` (outputs with no parseable concept list, with the raw text).
+`concepts.rejected.parquet` (outputs cut off at max_tokens, `truncated`, or with no parseable concept list,
+`unparsed`; with the raw text).
 """
 
 from __future__ import annotations
@@ -84,12 +85,13 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
     kept, rejected = [], []
     for (problem_id, category, problem), answers in zip(weak.iter_rows(), completions, strict=True):
         raw = answers[0].text
-        concepts = parse_concepts(raw, k)
+        concepts = None if answers[0].truncated else parse_concepts(raw, k)
         if concepts is None:
             rejected.append({"problem_id": problem_id, "category": category, "problem": problem, "raw": raw,
-                             "reject_reason": "unparsed"})
+                             "reject_reason": "truncated" if answers[0].truncated else "unparsed"})
         else:
             kept.append({"problem_id": problem_id, "category": category, "concepts": concepts, "problem": problem})
     concepts_table = pl.DataFrame(kept, schema={**empty_table("concepts").schema, "problem": STR})
     return write_step_outputs(run_dir, STEP, "concepts", weak.height, concepts_table,
-                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA))
+                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
+                              [completion for answers in completions for completion in answers])

@@ -2,8 +2,10 @@
 
 Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
 `synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
-unparsed, too_short, too_long, answer_leak, multiple_choice, true_false, proof, multi_part, near_duplicate;
-`reject_detail` names what a near-duplicate duplicates).
+truncated, unparsed, too_short, too_long, solution_leak, answer_leak, multiple_choice, true_false, proof,
+multi_part, near_duplicate; `reject_detail` names what a near-duplicate duplicates).
+A generation cut off at max_tokens is rejected as `truncated` whatever it holds. The problem is the text under
+the last `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import PipelineConfig
+from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.funnel import write_step_outputs
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
@@ -75,6 +78,14 @@ def reference_index(cfg: PipelineConfig, run_dir: Path) -> NearDuplicateIndex:
     return index
 
 
+def screen_generation(completion: Completion, min_chars: int, max_tokens: int) -> tuple[str | None, str | None]:
+    """The problem a generation holds, and why it is rejected before any judge sees it (None: it passes)."""
+    problem = parse_problem(completion.text)
+    if completion.truncated:
+        return problem, "truncated"
+    return problem, prefilter_reason(problem, min_chars, max_tokens)
+
+
 def concepts_text(concepts: list[str]) -> str:
     return "\n".join(f"- {concept}" for concept in concepts)
 
@@ -121,10 +132,9 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
     kept, rejected = [], []
     for row, answers in zip(sets.iter_rows(named=True), completions, strict=True):
         raw = answers[0].text
-        problem = parse_problem(raw)
+        problem, reason = screen_generation(answers[0], synth.min_problem_chars, synth.max_problem_tokens)
         record = {"syn_id": syn_id(row["set_id"]), "category": row["category"], "concepts": row["concepts"],
                   "level": row["level"], "problem": problem, "set_id": row["set_id"]}
-        reason = prefilter_reason(problem, synth.min_problem_chars, synth.max_problem_tokens)
         duplicate_of = seen.find(problem) if reason is None and problem is not None else None
         if reason is None and duplicate_of is None:
             seen.add(problem, f"batch:{record['syn_id']}")
@@ -133,4 +143,5 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
             rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
                              "reject_detail": duplicate_of})
     return write_step_outputs(run_dir, STEP, "synthetic", sets.height, pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
-                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA))
+                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
+                              [completion for answers in completions for completion in answers])

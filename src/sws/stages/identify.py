@@ -4,6 +4,8 @@ Reads `problems.parquet` and `rollouts.parquet`; writes `weakness.parquet` (ever
 ordered by step, `n_record`, `max_acc`, `slope` = OLS slope of accs against 0..n_record-1, `weak`),
 `categories.parquet` (`n_problems, n_rolled_out, n_weak, fail_ratio, share`) and two plots under `plots/`.
 A problem never rolled out has no accuracies (`max_acc`, `slope` null) and is not weak; one record gives slope 0.
+The fail ratio is n_weak / n_rolled_out: problems the rollout log never saw cannot be weak, so counting them
+would shift the budget away from categories the log covers only in part.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def weakness_table(problems: pl.DataFrame, stats: pl.DataFrame, rule: IdentifyCo
 
 
 def category_table(weakness: pl.DataFrame) -> pl.DataFrame:
-    """Per category: problems, problems rolled out, weak ones, fail ratio and share (0 everywhere if none weak)."""
+    """Per category: problems, problems rolled out, weak ones, fail ratio (of the rolled-out problems) and share
+    (0 everywhere if none weak)."""
     per_category = (
         weakness.group_by("category")
         .agg(
@@ -117,7 +120,8 @@ def category_table(weakness: pl.DataFrame) -> pl.DataFrame:
             n_weak=pl.col("weak").sum().cast(pl.Int64),
         )
         .sort("category")
-        .with_columns(fail_ratio=pl.col("n_weak") / pl.col("n_problems"))
+        .with_columns(fail_ratio=pl.when(pl.col("n_rolled_out") > 0)
+                      .then(pl.col("n_weak") / pl.col("n_rolled_out")).otherwise(0.0))
     )
     total = per_category["fail_ratio"].sum()
     share = pl.col("fail_ratio") / total if total > 0 else pl.lit(0.0)
@@ -149,9 +153,9 @@ def print_summary(categories: pl.DataFrame) -> None:
     for row in categories.iter_rows(named=True):
         table.add_row(row["category"], str(row["n_problems"]), str(row["n_rolled_out"]), str(row["n_weak"]),
                       f"{row['fail_ratio']:.3f}", f"{row['share']:.3f}")
-    n_problems, n_weak = categories["n_problems"].sum(), categories["n_weak"].sum()
-    table.add_row("all", str(n_problems), str(categories["n_rolled_out"].sum()), str(n_weak),
-                  f"{n_weak / n_problems:.3f}", "", style="bold")
+    n_problems, n_rolled_out, n_weak = (categories[column].sum() for column in ("n_problems", "n_rolled_out", "n_weak"))
+    table.add_row("all", str(n_problems), str(n_rolled_out), str(n_weak),
+                  f"{n_weak / n_rolled_out if n_rolled_out else 0.0:.3f}", "", style="bold")
     ui.console.print(table)
 
 

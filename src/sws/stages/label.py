@@ -1,9 +1,13 @@
 """`sws synthesize --steps label`: reference answers by self-consistency of the labeler.
 
 Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. The labeler samples N answers
-(synthesize.label_samples); `sws.grading` extracts them and groups them by math-verify equivalence (unparsed
-answers never form a group). A problem is kept when the largest group holds at least synthesize.min_consistency
-of the N samples; its representative becomes `answer`, and `consistency` is the group's share.
+(synthesize.label_samples) to the problem statement with any leaked solution removed
+(`sws.parsing.split_solution`); `sws.grading` extracts them and groups them by math-verify equivalence
+(unparsed answers and samples cut off at max_tokens never form a group: a cut-off solution's intermediate
+`\\boxed{}` is no final answer). A problem is kept when the largest group holds at least
+synthesize.min_consistency of the N samples; its representative becomes `answer`, and `consistency` is the
+group's share. Consistency cannot catch an answer the problem text dictates: when the problem carries a
+solution whose answer is the largest group's, the label is rejected as `copied_solution`.
 Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so additionally its consistency
 must exceed 50 % and the student policy (roles.policy, prompted as in training) must reach the same answer in
 at least synthesize.student_min_agreement of its M samples (synthesize.student_samples).
@@ -27,11 +31,12 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Request, initial_checkpoint
+from sws.engines import Completion, Request, initial_checkpoint
 from sws.errors import UserError
 from sws.funnel import write_step_outputs
-from sws.grading import extract_answer, grade_many, group_answers
+from sws.grading import equivalent, extract_answer, grade_many, group_answers
 from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.parsing import split_solution
 from sws.policy import policy_prompt
 from sws.prompts import PromptTemplate, load_template
 
@@ -87,11 +92,13 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     synth = cfg.synthesize
     rated = read_table(run_dir, "rated")
     ids, problems = rated["syn_id"].to_list(), rated["problem"].to_list()
+    split = [split_solution(problem) for problem in problems]
+    statements, leaked = [statement for statement, _ in split], [solution for _, solution in split]
     requests = [
-        role_request(cfg.roles.labeler, task="label", fields={"problem": problem},
-                     text=template.render({"problem": problem}), n=synth.label_samples,
+        role_request(cfg.roles.labeler, task="label", fields={"problem": statement},
+                     text=template.render({"problem": statement}), n=synth.label_samples,
                      seed=request_seed(cfg.seed, STEP, problem_id))
-        for problem_id, problem in zip(ids, problems, strict=True)
+        for problem_id, statement in zip(ids, statements, strict=True)
     ]
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, 'rated')} is empty; nothing to label")
@@ -99,15 +106,18 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     else:
         with engine_for(cfg.roles.labeler, run_dir) as engine:
             completions = generate_in_shards(engine, requests, synth.shard_size, "label answers")
-    answers = [[extract_answer(completion.text) for completion in samples] for samples in completions]
+    answers = [[sample_answer(completion) for completion in samples] for samples in completions]
     labels = [teacher_label(sampled) for sampled in answers]
     reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
                for answer, consistency in labels]
+    for index, ((answer, _), solution) in enumerate(zip(labels, leaked, strict=True)):
+        if reasons[index] is None and copies_solution(answer, solution):
+            reasons[index] = "copied_solution"
     agreements: list[float | None] = [None] * len(problems)
     if student is not None:
         asked = [index for index, reason in enumerate(reasons) if reason is None]
         student_agreement = _student_agreement(
-            cfg, run_dir, student, [(ids[i], problems[i], labels[i][0]) for i in asked])
+            cfg, run_dir, student, [(ids[i], statements[i], labels[i][0]) for i in asked])
         for index, agreement in zip(asked, student_agreement, strict=True):
             agreements[index] = agreement
             if agreement < synth.student_min_agreement:
@@ -124,7 +134,19 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
             rejected.append({**record, "reject_reason": reason})
     schema = {**rated.schema, **LABEL_SCHEMA}
     return write_step_outputs(run_dir, STEP, "labeled", rated.height, pl.DataFrame(kept, schema=schema),
-                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}))
+                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}),
+                              [completion for samples in completions for completion in samples])
+
+
+def sample_answer(completion: Completion) -> str | None:
+    """A labeler sample's final answer; None when it was cut off at max_tokens."""
+    return None if completion.truncated else extract_answer(completion.text)
+
+
+def copies_solution(answer: str | None, leaked_solution: str | None) -> bool:
+    """Whether a label is the answer of a solution that the problem text itself carries."""
+    stated = extract_answer(leaked_solution) if leaked_solution else None
+    return answer is not None and stated is not None and equivalent(stated, answer)
 
 
 def _teacher_reason(answer: str | None, consistency: float, min_consistency: float, weak_to_strong: bool) -> str | None:

@@ -1,7 +1,8 @@
 """`sws report`: one self-contained HTML page of a run, its plots embedded as base64 PNG (also kept in plots/).
 
 Sections: the run and its roles, category fail ratios and synthesis budget, trajectories of the weak problems,
-the synthesis funnel, the difficulty-band histogram, training curves, the evaluation table, weakness
+the synthesis funnel (with the completions cut off at max_tokens), two judges' analyses per category, the
+difficulty-band histogram, training curves, the evaluation table, weakness
 mitigation, and every problem set's teachability `1 - |2μ - 1|` and gradient-bearing share (0 < μ < 1) under
 each policy. A section whose inputs are missing says which command makes them. When a role is played by the
 arith oracle, the page says that it is a rule-based stand-in for teacher models.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,10 +221,41 @@ def funnel_section(page: Page) -> Section:
         "step": [row.step for row in rows], "in": [row.rows_in for row in rows], "kept": [row.kept for row in rows],
         "rejected": [sum(row.rejected.values()) for row in rows],
         "rejected by reason": [", ".join(f"{r} {n}" for r, n in row.rejected.items()) or "–" for row in rows],
+        "cut off at max_tokens": [f"{row.truncated} of {row.completions}" for row in rows],
     })
     figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
                        ylabel="rows")
     return Section(title, page.figure(figure, "funnel") + html_table(table))
+
+
+JUDGEMENTS_PER_CATEGORY = 2
+MAX_SHOWN_CHARS = 600
+
+
+def judges_section(page: Page) -> Section:
+    """Two judges' analyses per category, so a reader can see whether the judges read the problems."""
+    title = "What the judges wrote: two analyses per category"
+    kept, rejected = page.table("rated"), page.rejected("rated")
+    if kept is None:
+        return Section(title, page.missing("rated"))
+    columns = ["category", "problem", "verdicts", "reasoning"]
+    rated = pl.concat([table.select(columns) for table in (kept, rejected) if table is not None and
+                       "reasoning" in table.columns])
+    shown = []
+    for category, problem, verdicts, reasoning in rated.sort("category").iter_rows():
+        analyses = [(judge, verdict, analysis) for judge, analyses in json.loads(reasoning).items()
+                    for verdict, analysis in zip(json.loads(verdicts)[judge], analyses, strict=True) if analysis]
+        if analyses and sum(row["category"] == category for row in shown) < JUDGEMENTS_PER_CATEGORY:
+            judge, verdict, analysis = analyses[0]
+            shown.append({"category": category, "problem": _shortened(problem), "judge": judge,
+                          "verdict": verdict, "analysis": _shortened(analysis)})
+    if not shown:
+        return Section(title, paragraph("No judgement in rated.parquet carries an analysis."))
+    return Section(title, html_table(pl.DataFrame(shown)))
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + " …"
 
 
 def band_section(page: Page) -> Section:
@@ -368,15 +401,15 @@ def environment_section(page: Page) -> Section:
 
 
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
-    overview_section, categories_section, trajectories_section, funnel_section, band_section, training_section,
-    evaluation_section, mitigation_section, teachability_section, environment_section,
+    overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
+    training_section, evaluation_section, mitigation_section, teachability_section, environment_section,
 )
 
 
 def input_files(run_dir: Path) -> list[Path]:
-    names = ("categories", "weakness", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
+    names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
-    files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, "filtered")]
+    files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
     files += [plots_dir(run_dir) / difficulty.PLOT_NAME, evaluate.summary_path(run_dir)]
     files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
     return [path for path in files if path.exists()]

@@ -1,7 +1,8 @@
 """`sws synthesize`: extract → combine → generate → rate → label, then the funnel table.
 
 Each sub-step is a stage of its own (manifest `manifests/<step>.json`, skipped when current, resumable from the
-request cache); this module runs the chosen ones in order and prints the funnel kept in their manifests.
+request cache); this module runs the chosen ones in order, with one engine per distinct role setting for the
+whole run (`sws.llm_calls.shared_engines`), and prints the funnel kept in their manifests.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from sws import ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import FunnelRow, funnel_table
+from sws.funnel import FunnelRow, funnel_table, truncation_advice
+from sws.llm_calls import shared_engines
 from sws.stages import combine, concepts, generate, label, rate
 
 STEPS: dict[str, Callable[[PipelineConfig, Path, bool], StageResult]] = {
@@ -22,6 +24,12 @@ STEPS: dict[str, Callable[[PipelineConfig, Path, bool], StageResult]] = {
     generate.STEP: generate.run,
     rate.STEP: rate.run,
     label.STEP: label.run,
+}
+
+
+MAX_TOKENS_FIELDS = {
+    concepts.STEP: "roles.extractor.max_tokens", generate.STEP: "roles.generator.max_tokens",
+    rate.STEP: "roles.judges[].max_tokens", label.STEP: "roles.labeler.max_tokens",
 }
 
 
@@ -40,9 +48,12 @@ def parse_steps(text: str | None) -> list[str]:
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None) -> StageResult:
     run_dir = Path(run_dir)
     chosen = list(STEPS) if steps is None else parse_steps(",".join(steps))
-    results = [STEPS[step](cfg, run_dir, force) for step in chosen]
+    with shared_engines():
+        results = [STEPS[step](cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
     ui.console.print(funnel_table(funnel))
+    for advice in truncation_advice(funnel, MAX_TOKENS_FIELDS):
+        ui.info(advice)
     if label.STEP in chosen and funnel[-1].kept == 0:
         ui.info(f"synthesize: no labeled problems in {run_dir}; the funnel above shows where they were dropped")
     rows = {name: count for result in results for name, count in result.rows.items()}

@@ -4,12 +4,16 @@ Each function takes the prompt template's input fields and a seeded `random.Rand
 teacher model would have produced: a concept list, a problem under `### Problem`, an assessment ending in a
 `Verdict:` line, or step-by-step work ending in `\\boxed{}`. Noise (defective problems, wrong verdicts, wrong
 answers) is injected here at the rates given; the engine wrapper lives in `sws.engines.oracle`.
+The failures real small instruct models show are reproduced here too: a generation that runs past its problem
+into a worked solution (`run_on_text`, with a wrong answer half the time), a rubber-stamp verdict without any
+analysis (`RUBBER_STAMP`), and a labeler that copies an answer the problem text already gives.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 
 from sws.worlds.arith import concepts as c
 from sws.worlds.arith.defects import inject_defect, near_miss
@@ -74,9 +78,11 @@ def choose_family(category: str, concepts: list[str], level: str, rng: random.Ra
 
 
 def generate_text(
-    category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random
+    category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random,
+    run_on: random.Random | None = None,
 ) -> str:
-    """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates."""
+    """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates.
+    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`)."""
     family = choose_family(category, concepts, level, rng)
     problem = sample_problem(family, rng)
     text = problem.problem
@@ -91,14 +97,42 @@ def generate_text(
         f"I will use {', '.join(family.concepts)}, with numbers chosen to keep the answer a single integer.\n"
     )
     header = rng.choices(["### Problem\n{}", "**Problem:** {}", "### Problem\n```\n{}\n```"], [0.85, 0.1, 0.05])[0]
-    return plan + "\n" + header.format(text) + "\n"
+    solution = run_on_text(text, run_on) if run_on is not None else ""
+    return plan + "\n" + header.format(text) + "\n" + solution
+
+
+# How real instruct models go on after the problem they were asked for (recorded from Qwen2.5-Coder-1.5B).
+_RUN_ON_FORMS = (
+    "\n---\n\nTo solve this problem, we work through the operations one at a time.\n\n{steps}\n\n"
+    "Therefore, the answer is:\n\\[\n\\boxed{{{answer}}}\n\\]\n",
+    "\n### Solution\nTo solve this problem, we need to follow these steps:\n\n{steps}\n\n"
+    "So, the final answer is \\(\\boxed{{{answer}}}\\).\n",
+    "\n**Analysis:** {steps} Thus the result is {answer}.\n",
+)
+
+
+def run_on_text(problem: str, rng: random.Random) -> str:
+    """A worked solution written after the problem, as a generator that does not stop would add; its answer
+    is wrong half the time (a problem may then carry a wrong solution that a labeler copies). '' when the
+    problem has no single answer."""
+    truth, expression = solve(problem), find_expression(problem)
+    if truth.answer is None or expression is None or not truth.answer.lstrip("-").isdigit():
+        return ""
+    answer = truth.answer if rng.random() < 0.5 else str(near_miss(int(truth.answer), rng))
+    steps = _worked_steps(expression)
+    steps[-1] = f"{steps[-1].rsplit(' ', 1)[0]} {answer}."
+    listed = "\n".join(f"{index}. {step}" for index, step in enumerate(steps, start=1))
+    return rng.choice(_RUN_ON_FORMS).format(steps=listed, answer=answer)
 
 
 # ---------------------------------------------------------------- rate
 
 
+RUBBER_STAMP = "Verdict: perfect"
+
+
 def rate_text(problem: str, judge_error: float, rng: random.Random) -> str:
-    """A short assessment ending in `Verdict: perfect|acceptable|bad`, wrong at rate `judge_error`."""
+    """An analysis of the requirements ending in `Verdict: perfect|acceptable|bad`, wrong at rate `judge_error`."""
     truth = solve(problem)
     wrong = rng.random() < judge_error
     if (truth.kind == "ok") != wrong:
@@ -109,7 +143,7 @@ def rate_text(problem: str, judge_error: float, rng: random.Random) -> str:
     else:
         verdict = "bad"
         reason = _DEFECT_REASONS.get(truth.kind, "The wording is ambiguous and the answer is unclear.")
-    return f"Assessment: {reason}\nVerdict: {verdict}"
+    return f"Analysis: I checked each requirement in turn. {reason}\nVerdict: {verdict}"
 
 
 # ---------------------------------------------------------------- label
@@ -128,8 +162,18 @@ def _worked_steps(expression: Node) -> list[str]:
     return steps
 
 
+_GIVEN_ANSWER = re.compile(r"\\boxed\{(-?\d+)\}|(?:answer|result) is:?\s*(-?\d+)", re.I)
+
+
 def label_text(problem: str, labeler_error: float, rng: random.Random) -> str:
-    """Step-by-step work ending in `\\boxed{answer}`; the answer is a near miss at rate `labeler_error`."""
+    """Step-by-step work ending in `\\boxed{answer}`; the answer is a near miss at rate `labeler_error`.
+
+    Like small real models, it copies an answer the problem text already gives, right or wrong.
+    """
+    given = _GIVEN_ANSWER.findall(problem)
+    if given:
+        answer = next(part for part in given[-1] if part)
+        return f"The solution above already works it out.\nThe final answer is \\boxed{{{answer}}}."
     truth = solve(problem)
     expression = find_expression(problem)
     if truth.answer is None or expression is None:

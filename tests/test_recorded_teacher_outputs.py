@@ -1,0 +1,165 @@
+"""Parsers and filters against what a real instruct model wrote for sws's prompts (tests/fixtures/teacher_outputs).
+
+Every output is labeled by hand below. The test prints each rule's precision and recall (`pytest -s`) and holds
+the rules to what they reach: every cut-off output rejected as `truncated`, every problem followed by a worked
+solution cut there or rejected as `solution_leak`, no clean problem cut or flagged, every rubber-stamp verdict
+discarded, and a label copied from a solution in the problem rejected as `copied_solution`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sws.engines import Completion
+from sws.parsing import Judgement, split_solution
+from sws.problem_filters import SOLUTION_SIGNS, shows_solution
+from sws.stages.generate import screen_generation
+from sws.stages.label import copies_solution, sample_answer, teacher_label
+from sws.stages.rate import TRUNCATED, read_judgement
+
+FIXTURE = Path(__file__).parent / "fixtures" / "teacher_outputs" / "qwen2.5-coder-1.5b-instruct.jsonl"
+MATH500 = Path(__file__).parents[1] / "data" / "math500.json"
+ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+
+# Hand labels, by line index of the fixture.
+GENERATIONS_WITH_SOLUTION = {3, 7, 19, 21, 27, 31}  # finished, and the problem is followed by its worked solution
+CLEAN_GENERATIONS = {13, 15}  # finished, and nothing follows the problem
+# Judge inputs (the text after the last `### Problem`, uncut) that carry a solution; 38 and 39 are clean problems.
+JUDGE_PROBLEMS_WITH_SOLUTION = {32, 33, 34, 35, 36, 37, 40, 41, 42, 43, 44, 45, 46, 47}
+USABLE_JUDGEMENTS = {38}  # the only reply with an analysis above its verdict; the rest are bare verdicts or none
+# Labeler pairs (two samples of one problem) whose answer comes from the solution inside the problem.
+COPIED_LABELS = {(50, 51), (54, 55)}
+LABEL_PAIRS = [(48, 49), (50, 51), (52, 53), (54, 55), (56, 57), (58, 59), (60, 61), (62, 63)]
+
+
+@dataclass
+class Score:
+    rule: str
+    true_positive: int = 0
+    false_positive: int = 0
+    false_negative: int = 0
+
+    def add(self, flagged: bool, positive: bool) -> None:
+        self.true_positive += flagged and positive
+        self.false_positive += flagged and not positive
+        self.false_negative += positive and not flagged
+
+    @property
+    def precision(self) -> float:
+        flagged = self.true_positive + self.false_positive
+        return self.true_positive / flagged if flagged else 1.0
+
+    @property
+    def recall(self) -> float:
+        positives = self.true_positive + self.false_negative
+        return self.true_positive / positives if positives else 1.0
+
+    def line(self) -> str:
+        return (f"{self.rule:<48} precision {self.precision:5.2f}  recall {self.recall:5.2f}  "
+                f"(tp {self.true_positive}, fp {self.false_positive}, fn {self.false_negative})")
+
+
+def completion(row: dict) -> Completion:
+    return Completion(row["output"], row["completion_tokens"], row["finish_reason"])
+
+
+def indexed(role: str) -> list[tuple[int, dict]]:
+    return [(index, row) for index, row in enumerate(ROWS) if row["role"] == role]
+
+
+def clean_problems() -> list[str]:
+    """Problems nobody appended anything to: the MATH problems put to the extractor, the clean generated ones,
+    and MATH-500."""
+    extracted = [row["values"]["problem"] for _, row in indexed("extractor")]
+    judged = [row["values"]["problem"] for index, row in indexed("judge") if index not in JUDGE_PROBLEMS_WITH_SOLUTION]
+    return extracted + judged + [item["problem"] for item in json.loads(MATH500.read_text())]
+
+
+def score_rules() -> list[Score]:
+    truncated = Score("truncated (extract, generate, rate)")
+    no_answer = Score("cut-off labeler sample gives no answer")
+    cut = Score("problem cut where its solution starts")
+    leak = Score("solution_leak pre-filter (uncut text)")
+    signs = {name: Score(f"  solution_leak sign: {name}") for name in SOLUTION_SIGNS}
+    generation = Score("generation: solution cut off or solution_leak")
+    judgement = Score("judgement discarded (no analysis / no verdict)")
+    copied = Score("copied_solution")
+    for _, row in indexed("extractor"):
+        truncated.add(completion(row).truncated, row["finish_reason"] == "length")
+    for index, row in indexed("generator"):
+        problem, reason = screen_generation(completion(row), min_chars=10, max_tokens=400)
+        truncated.add(reason == "truncated", row["finish_reason"] == "length")
+        if row["finish_reason"] == "stop":
+            body = row["output"].split("### Problem", 1)[1]
+            was_cut = split_solution(body.strip())[1] is not None
+            generation.add(was_cut or reason == "solution_leak", index in GENERATIONS_WITH_SOLUTION)
+            if reason is None:  # what is kept shows no solution
+                assert not shows_solution(problem), (index, problem)
+    for index, row in indexed("judge"):
+        text, positive = row["values"]["problem"], index in JUDGE_PROBLEMS_WITH_SOLUTION
+        cut.add(split_solution(text)[1] is not None, positive)
+        leak.add(shows_solution(text), positive)
+        for name, sign in SOLUTION_SIGNS.items():
+            signs[name].add(sign(text), positive)
+        read = read_judgement(completion(row))
+        truncated.add(read == TRUNCATED, row["finish_reason"] == "length")
+        judgement.add(not isinstance(read, Judgement), index not in USABLE_JUDGEMENTS)
+    for text in clean_problems():
+        cut.add(split_solution(text)[1] is not None, False)
+        leak.add(shows_solution(text), False)
+        for name, sign in SOLUTION_SIGNS.items():
+            signs[name].add(sign(text), False)
+    for _, row in indexed("labeler"):
+        if row["finish_reason"] == "length":
+            no_answer.add(sample_answer(completion(row)) is None, True)
+    for pair in LABEL_PAIRS:
+        problem = ROWS[pair[0]]["values"]["problem"]
+        answer, _ = teacher_label([sample_answer(completion(ROWS[index])) for index in pair])
+        copied.add(copies_solution(answer, split_solution(problem)[1]), pair in COPIED_LABELS)
+    return [truncated, no_answer, generation, cut, leak, *signs.values(), judgement, copied]
+
+
+@pytest.fixture(scope="module")
+def scores() -> dict[str, Score]:
+    measured = score_rules()
+    print("\nrules on the recorded outputs of Qwen2.5-Coder-1.5B-Instruct (+ MATH-500 as clean problems):")
+    for score in measured:
+        print(score.line())
+    return {score.rule: score for score in measured}
+
+
+def test_every_cut_off_output_is_rejected_and_no_finished_one(scores) -> None:
+    for rule in ("truncated (extract, generate, rate)", "cut-off labeler sample gives no answer"):
+        assert (scores[rule].precision, scores[rule].recall) == (1.0, 1.0)
+
+
+def test_every_worked_solution_is_cut_off_or_rejected_and_no_clean_problem_is_touched(scores) -> None:
+    assert scores["generation: solution cut off or solution_leak"].recall == 1.0
+    assert scores["problem cut where its solution starts"].recall == 1.0
+    assert scores["problem cut where its solution starts"].precision == 1.0
+    assert scores["solution_leak pre-filter (uncut text)"].recall == 1.0
+    assert scores["solution_leak pre-filter (uncut text)"].precision >= 0.9
+
+
+def test_clean_generated_problems_come_out_whole() -> None:
+    for index in CLEAN_GENERATIONS:
+        row = ROWS[index]
+        problem, reason = screen_generation(completion(row), min_chars=10, max_tokens=400)
+        assert problem == row["output"].split("### Problem", 1)[1].strip()
+        assert reason not in ("truncated", "solution_leak", "answer_leak")
+    # 15 is kept; 13 asks "Find all polynomials …" and then "How many …?", which the multi_part rule rejects.
+    assert screen_generation(completion(ROWS[15]), 10, 400)[1] is None
+
+
+def test_only_verdicts_below_an_analysis_count(scores) -> None:
+    assert (scores["judgement discarded (no analysis / no verdict)"].precision,
+            scores["judgement discarded (no analysis / no verdict)"].recall) == (1.0, 1.0)
+    assert read_judgement(completion(ROWS[38])).verdict == "bad"
+
+
+def test_labels_copied_from_the_problem_are_caught(scores) -> None:
+    assert (scores["copied_solution"].precision, scores["copied_solution"].recall) == (1.0, 1.0)
