@@ -164,6 +164,12 @@ def test_broken_ingest_inputs(identified_run, tmp_path_factory, data):
 
 
 PIPELINE = yaml.safe_load((Path(__file__).parents[1] / "pipelines" / "quick.yaml").read_text())
+NOT_A_NUMBER = [float("nan"), float("inf"), float("-inf")]
+OUT_OF_RANGE = {
+    ("identify", "max_acc"): [*NOT_A_NUMBER, -7.0, 7.0], ("identify", "max_slope"): [*NOT_A_NUMBER, -7.0, 7.0],
+    ("synthesize", "min_consistency"): [*NOT_A_NUMBER, -0.5, 1.5], ("filter", "band"): [*NOT_A_NUMBER, -1.0, 2.0],
+    ("synthesize", "budget"): [-7, -1], ("train", "learning_rate"): [*NOT_A_NUMBER, 0.0, -1e-4],
+}
 SECTIONS_AND_FIELDS = [(section, field) for section, fields in PIPELINE.items() if isinstance(fields, dict)
                        for field in fields]
 
@@ -189,10 +195,8 @@ def test_a_broken_pipeline_file(identified_run, tmp_path_factory, data):
             section, field = data.draw(st.sampled_from(SECTIONS_AND_FIELDS))
             pipeline[section][field] = {"not": ["a", "setting"]}
         else:
-            section, field = data.draw(st.sampled_from([("identify", "max_acc"), ("identify", "max_slope"),
-                                                        ("synthesize", "min_consistency"), ("filter", "band"),
-                                                        ("synthesize", "budget"), ("train", "learning_rate")]))
-            bad = data.draw(st.sampled_from([float("nan"), float("inf"), -7.0, 7.0, -1e300]))
+            section, field = data.draw(st.sampled_from(sorted(OUT_OF_RANGE)))
+            bad = data.draw(st.sampled_from(OUT_OF_RANGE[section, field]))
             pipeline.setdefault(section, {})[field] = [bad, bad] if field == "band" else bad
         path.write_text(yaml.safe_dump(pipeline))
     assert_refused(identified_run, ["identify", "--run", str(identified_run), "--config", str(path)], before)

@@ -19,10 +19,11 @@ from sws.parsing import Judgement, split_solution
 from sws.problem_filters import SOLUTION_SIGNS, shows_solution
 from sws.stages.generate import screen_generation
 from sws.stages.label import copies_solution, sample_answer, teacher_label
+from sws.stages.prepare import DATA_DIR
 from sws.stages.rate import TRUNCATED, read_judgement
 
 FIXTURE = Path(__file__).parent / "fixtures" / "teacher_outputs" / "qwen2.5-coder-1.5b-instruct.jsonl"
-MATH500 = Path(__file__).parents[1] / "data" / "math500.json"
+MATH500 = DATA_DIR / "math500.json"
 ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
 
 # Hand labels, by line index of the fixture.
