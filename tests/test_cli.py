@@ -59,3 +59,42 @@ def test_an_unknown_key_in_the_pipeline_file_is_one_line_naming_it(tmp_path):
 def test_a_bad_option_value_is_one_line_naming_the_field(tmp_path):
     result = sws("prepare", "--run", str(tmp_path / "run"), "--input", str(tmp_path / "x.json"), "--preset", "nope")
     assert_one_line_error(result, "unknown preset 'nope'")
+
+
+def test_the_math_world_without_teachers_is_refused_before_any_step(tmp_path):
+    pipeline = tmp_path / "math.yaml"
+    pipeline.write_text("world: math\n")
+    result = sws("synthesize", "--run", str(tmp_path / "run"), "--config", str(pipeline))
+    assert_one_line_error(result, "field 'roles.extractor' is not set")
+    assert "roles: {extractor: {engine:" in result.stderr
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_the_arith_oracle_is_refused_in_the_math_world(tmp_path):
+    pipeline = tmp_path / "math.yaml"
+    pipeline.write_text("world: math\nroles:\n  extractor: {engine: oracle, model: arith-oracle}\n")
+    result = sws("synthesize", "--run", str(tmp_path / "run"), "--config", str(pipeline), "--steps", "extract")
+    assert_one_line_error(result, "only knows the arith world")
+
+
+def test_a_failed_command_leaves_the_run_config_unchanged(tmp_path):
+    run = tmp_path / "run"
+    assert sws("prepare", "--run", str(run), "--input", str(tmp_path / "missing.json")).exit_code == 2
+    assert not (run / "config.yaml").exists()
+    pipeline = tmp_path / "bad.yaml"
+    pipeline.write_text("roles:\n  judges: []\n")
+    assert_one_line_error(sws("identify", "--run", str(run), "--config", str(pipeline)), "roles.judges")
+    assert not (run / "config.yaml").exists()
+
+
+def test_pipeline_paths_are_relative_to_the_pipeline_file(tmp_path, monkeypatch):
+    from sws.config import load_config
+
+    folder = tmp_path / "pipelines"
+    folder.mkdir()
+    (tmp_path / "seed.jsonl").write_text("")
+    (folder / "p.yaml").write_text("prepare: {input: ../seed.jsonl}\nsynthesize: {reference_files: [../seed.jsonl]}\n")
+    monkeypatch.chdir("/")
+    config = load_config(folder / "p.yaml")
+    assert config.prepare.input == str(tmp_path / "seed.jsonl")
+    assert config.synthesize.reference_files == [str(tmp_path / "seed.jsonl")]

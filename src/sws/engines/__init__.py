@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from sws.config import EngineConfig, PipelineConfig
+from sws.config import TEACHER_ROLES, EngineConfig, PipelineConfig, require_roles
 from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import CachedEngine, cache_identity
 from sws.engines.fanout import SampleFanOut, read_n_mode
@@ -38,7 +38,10 @@ def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
     """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
     name, _, index = role.partition(".")
     roles = cfg.roles
-    names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges))), "labeler", "policy"]
+    if name in TEACHER_ROLES:
+        require_roles(cfg, [name], "the pipeline config")
+    names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges or []))), "labeler",
+             "policy"]
     if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
         return roles.judges[int(index)]
     if name in ("extractor", "generator", "labeler", "policy") and not index:
