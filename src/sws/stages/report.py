@@ -69,14 +69,15 @@ class Section:
 
 
 class Page:
-    """Collects figures for one report: each is saved under plots/ and embedded in the page."""
+    """Collects figures for one report: each is saved under plots/report/ and embedded in the page."""
 
     def __init__(self, run_dir: Path, cfg: PipelineConfig) -> None:
         self.run_dir = Path(run_dir)
         self.cfg = cfg
 
     def figure(self, figure: Figure, name: str) -> str:
-        return self.image(save_figure(figure, plots_dir(self.run_dir) / f"{name}.png"))
+        # Its own folder: a report plot must never overwrite a stage's output (identify's weak_trajectories.png).
+        return self.image(save_figure(figure, plots_dir(self.run_dir) / "report" / f"{name}.png"))
 
     def image(self, path: Path) -> str:
         """A PNG file embedded in the page (no link to the file)."""
