@@ -117,7 +117,7 @@ def test_a_killed_filter_run_completes_on_rerun_with_every_problem_once(tmp_path
     assert 0 < cached_before < 48 * 4
     assert not (run_dir / "filtered.parquet").exists()
 
-    subprocess.run([SWS, "--quiet", "filter", "--run", str(run_dir)], check=True)
+    subprocess.run([SWS, "--quiet", "filter", "--run", str(run_dir), "--config", str(pipeline)], check=True)
 
     kept = read_table(run_dir, "filtered")
     rejected = read_parquet(rejected_path(run_dir, "filtered"))
