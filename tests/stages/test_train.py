@@ -132,7 +132,7 @@ def test_a_killed_training_run_resumes_and_logs_every_rollout_exactly_once(tmp_p
     assert first_checkpoint.exists()
     assert not (run_dir / "train" / "initial" / "final").exists()
 
-    subprocess.run([SWS, "--quiet", "train", "initial", "--run", str(run_dir)], check=True)
+    subprocess.run([SWS, "--quiet", "train", "initial", "--run", str(run_dir), "--config", str(pipeline)], check=True)
 
     rollouts = read_table(run_dir, "rollouts")
     assert rollouts.group_by("step").len().sort("step").rows() == [(step, 2) for step in range(1, 13)]
