@@ -337,12 +337,10 @@ class StageResult:
     seconds: float = 0.0
 
 
-def _relative_names(run_dir: Path, paths: list[Path]) -> dict[str, Path]:
-    return {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): Path(p) for p in paths}
-
-
-def inputs_fingerprint(run_dir: Path, inputs: list[Path]) -> dict[str, str]:
-    return {name: fingerprint(path) for name, path in _relative_names(run_dir, inputs).items()}
+def fingerprints(run_dir: Path, paths: list[Path]) -> dict[str, str]:
+    """`fingerprint` of each path, keyed by its path relative to the run (absolute when outside it)."""
+    return {str(Path(p).relative_to(run_dir) if Path(p).is_relative_to(run_dir) else p): fingerprint(p)
+            for p in paths}
 
 
 def stale_reason(previous: dict[str, Any] | None, wanted_hash: str, inputs_fp: dict[str, str],
@@ -369,8 +367,8 @@ def current_manifest(run_dir: Path, stage: str, config: Any, inputs: list[Path],
                      outputs: list[Path]) -> dict[str, Any] | None:
     """The stage's manifest if it matches this config, these inputs and the outputs as it wrote them, else None."""
     previous = read_manifest(run_dir, stage)
-    reason = stale_reason(previous, config_hash(config), inputs_fingerprint(run_dir, inputs),
-                          inputs_fingerprint(run_dir, outputs))
+    reason = stale_reason(previous, config_hash(config), fingerprints(run_dir, inputs),
+                          fingerprints(run_dir, outputs))
     return previous if reason is None else None
 
 
@@ -394,9 +392,9 @@ def run_stage(
     """
     run_dir = Path(run_dir)
     wanted_hash = config_hash(config)
-    inputs_fp = inputs_fingerprint(run_dir, inputs)
+    inputs_fp = fingerprints(run_dir, inputs)
     previous = read_manifest(run_dir, stage)
-    reason = stale_reason(previous, wanted_hash, inputs_fp, inputs_fingerprint(run_dir, outputs))
+    reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
@@ -426,7 +424,7 @@ def run_stage(
             "stage": stage,
             "config_hash": wanted_hash,
             "inputs": inputs_fp,
-            "outputs": inputs_fingerprint(run_dir, outputs),
+            "outputs": fingerprints(run_dir, outputs),
             "rows": result.rows,
             "info": result.info,
             "seconds": result.seconds,
@@ -450,7 +448,7 @@ def _restore_if_untouched(run_dir: Path, stage: str, previous: dict[str, Any] | 
     Staged writes never reach the outputs, so a body that fails (bad input, say) normally leaves the old set,
     and the old manifest is still true of it. Only a folder output written in place can differ.
     """
-    if previous is not None and previous.get("outputs") == inputs_fingerprint(run_dir, outputs):
+    if previous is not None and previous.get("outputs") == fingerprints(run_dir, outputs):
         write_json(manifest_path(run_dir, stage), previous)
 
 

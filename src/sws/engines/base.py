@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,6 +89,14 @@ class StreamingEngine(Engine, Protocol):
 
 # `name` or `org/name`: what the Hugging Face hub accepts as a model id.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def in_request_order(answers: Iterable[tuple[int, list[Completion]]], count: int) -> list[list[Completion]]:
+    """`generate`'s result from a streaming engine's `(index, completions)` pairs, which come as they finish."""
+    results: list[list[Completion]] = [[] for _ in range(count)]
+    for index, completions in answers:
+        results[index] = completions
+    return results
 
 
 def check_local_model(model: str, engine: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sws import ui
-from sws.engines.base import Completion, Engine, Request
+from sws.engines.base import Completion, Engine, Request, in_request_order
 from sws.errors import UserError
 
 N_MODES = ("auto", "native", "fanout")
@@ -54,10 +54,7 @@ class SampleFanOut:
         self.mode = "native" if mode == "auto" and getattr(engine, "honours_n", False) else mode
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        results: list[list[Completion]] = [[] for _ in requests]
-        for index, completions in self.generate_iter(requests):
-            results[index] = completions
-        return results
+        return in_request_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         pending = list(range(len(requests)))

@@ -27,7 +27,7 @@ import openai
 from sws import ui
 from sws.budget import largest_remainder
 from sws.config import EngineConfig
-from sws.engines.base import FINISHED, Completion, Request, check_options
+from sws.engines.base import FINISHED, Completion, Request, check_options, in_request_order
 from sws.errors import UserError
 
 T = TypeVar("T")
@@ -67,10 +67,7 @@ class OpenAIEngine:
             )
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        results: list[list[Completion]] = [[] for _ in requests]
-        for index, completions in self.generate_iter(requests):
-            results[index] = completions
-        return results
+        return in_request_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(requests))))
