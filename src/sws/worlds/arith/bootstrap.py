@@ -68,6 +68,8 @@ def bootstrap_settings(steps: int, seed: int, misconception_rate: float) -> dict
     return {
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed, misconception_rate), "steps": steps, "seed": seed,
         "misconception_rate": misconception_rate,
+        # Weights trained with other vector kernels differ (see artifacts.KERNEL_SETTINGS): not the same policy.
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
         "architecture": architecture(),
