@@ -45,7 +45,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     },
     "categories": {"category": STR, "n_problems": INT, "n_weak": INT, "fail_ratio": FLOAT, "share": FLOAT},
     "concepts": {"problem_id": STR, "category": STR, "concepts": STR_LIST},
-    "concept_sets": {"set_id": STR, "category": STR, "concepts": STR_LIST, "level": STR},
+    "concept_sets": {"set_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "instance": INT},
     "synthetic": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR},
     "rated": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "verdicts": STR},
     "labeled": {

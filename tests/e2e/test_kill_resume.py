@@ -37,7 +37,7 @@ PIPELINE = {
         "policy": {"engine": "hf", "model": "", "temperature": 1.0, "options": {"batch_size": 64}},
     },
     "identify": {"max_acc": 0.75, "max_slope": 1.0},
-    "synthesize": {"budget": 24, "max_problems_per_set": 4, "levels": ["easy", "medium"], "label_samples": 4,
+    "synthesize": {"budget": 24, "levels": ["easy", "medium"], "label_samples": 4,
                    "shard_size": 4},
     "filter": {"band": [0.0, 1.0], "rollouts": 2, "shard_size": 4},
     "train": {"initial_steps": 6, "augmented_steps": 4, "batch_size": 4, "num_generations": 2, "save_steps": 1},

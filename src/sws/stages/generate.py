@@ -6,6 +6,9 @@ truncated, unparsed, too_short, too_long, solution_leak, answer_leak, multiple_c
 multi_part, near_duplicate; `reject_detail` names what a near-duplicate duplicates).
 A generation cut off at max_tokens is rejected as `truncated` whatever it holds. The problem is the text under
 the last `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`).
+A set's `instance` k >= 1 (combine's fill of a small category's budget) puts a variant request into the prompt's
+`{{request}}` ("This is variant k of this concept set: ..."), so a model writes another problem, not the same
+one again. The manifest's `per_category` counts the problems generated, kept and dropped as near-duplicates.
 """
 
 from __future__ import annotations
@@ -90,6 +93,26 @@ def concepts_text(concepts: list[str]) -> str:
     return "\n".join(f"- {concept}" for concept in concepts)
 
 
+def variant_request(instance: int) -> str:
+    """The prompt's extra request for instance `instance` of a concept set ('' for the first)."""
+    if instance == 0:
+        return ""
+    return (f"This is variant {instance + 1} of this concept set: use different numbers and wording from its "
+            "other variants.\n")
+
+
+def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dict]) -> dict[str, dict[str, int]]:
+    """Per category: problems generated, kept, and rejected as near-duplicates of earlier ones."""
+    counts = {category: {"generated": 0, "kept": 0, "near_duplicate": 0} for category in sets["category"]}
+    for category in sets["category"]:
+        counts[category]["generated"] += 1
+    for record in kept:
+        counts[record["category"]]["kept"] += 1
+    for record in rejected:
+        counts[record["category"]]["near_duplicate"] += record["reject_reason"] == "near_duplicate"
+    return counts
+
+
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
     synth = cfg.synthesize
@@ -117,11 +140,14 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
     role = cfg.roles.generator
     requests = [
         role_request(
-            role, task="generate", fields={"category": category, "concepts": list(concepts), "level": level},
-            text=template.render({"category": category, "concepts": concepts_text(concepts), "level": level}),
+            role, task="generate",
+            fields={"category": category, "concepts": list(concepts), "level": level, "instance": instance},
+            text=template.render({"category": category, "concepts": concepts_text(concepts), "level": level,
+                                  "request": variant_request(instance)}),
             n=1, seed=request_seed(cfg.seed, STEP, set_key),
         )
-        for set_key, category, concepts, level in sets.select("set_id", "category", "concepts", "level").iter_rows()
+        for set_key, category, concepts, level, instance
+        in sets.select("set_id", "category", "concepts", "level", "instance").iter_rows()
     ]
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, 'concept_sets')} is empty; no problems to generate")
@@ -142,6 +168,8 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
         else:
             rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
                              "reject_detail": duplicate_of})
-    return write_step_outputs(run_dir, STEP, "synthetic", sets.height, pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
-                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
-                              [completion for answers in completions for completion in answers])
+    result = write_step_outputs(run_dir, STEP, "synthetic", sets.height, pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
+                                pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
+                                [completion for answers in completions for completion in answers])
+    result.info["per_category"] = per_category_counts(sets, kept, rejected)
+    return result

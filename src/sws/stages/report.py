@@ -36,9 +36,9 @@ from sws.artifacts import (
     write_text,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.funnel import FunnelRow, read_funnel
+from sws.funnel import FunnelRow, read_budget_spending, read_funnel
 from sws.plots import bar_chart, line_chart, new_figure, plots_dir, save_figure
-from sws.stages import difficulty, evaluate, mix, synthesize
+from sws.stages import combine, difficulty, evaluate, generate, mix, synthesize
 
 FUNNEL_STEPS = (*synthesize.STEPS, difficulty.STAGE, mix.STEP)
 ORACLE_NOTE = (
@@ -226,7 +226,14 @@ def funnel_section(page: Page) -> Section:
     })
     figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
                        ylabel="rows")
-    return Section(title, page.figure(figure, "funnel") + html_table(table))
+    body = page.figure(figure, "funnel") + html_table(table)
+    spending = read_budget_spending(page.run_dir, combine.STEP, generate.STEP)
+    if spending is not None and spending.height:
+        body += ("<h3>How each category's budget was spent</h3>"
+                 + paragraph("Distinct concept sets first; a category with fewer than its share fills it with "
+                             "its sets at other levels, then with new instances of them (synthesize.fill_budget).")
+                 + html_table(spending))
+    return Section(title, body)
 
 
 JUDGEMENTS_PER_CATEGORY = 2

@@ -65,25 +65,29 @@ def extract_text(problem: str, category: str, k: int, rng: random.Random) -> str
 # ---------------------------------------------------------------- generate
 
 
-def choose_family(category: str, concepts: list[str], level: str, rng: random.Random) -> Family:
-    """The family of `category` covering most of the requested concepts; the requested level breaks ties."""
+def choose_family(category: str, concepts: list[str], level: str, rng: random.Random, instance: int = 0) -> Family:
+    """The family of `category` covering most of the requested concepts; the requested level breaks ties.
+    Variants of one request (`instance` 0, 1, ...) take the equally good families in turn."""
     candidates = families_of(category) if category in CATEGORIES else list(FAMILIES)
     wanted = {" ".join(concept.lower().split()) for concept in concepts}
 
     def score(family: Family) -> float:
         return len(wanted & set(family.concepts)) + 0.5 * (family.level == level)
 
-    best = max(score(family) for family in candidates)
-    return rng.choice([family for family in candidates if score(family) == best])
+    best_score = max(score(family) for family in candidates)
+    best = [family for family in candidates if score(family) == best_score]
+    return best[(rng.randrange(len(best)) + instance) % len(best)]
 
 
 def generate_text(
     category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random,
-    run_on: random.Random | None = None,
+    run_on: random.Random | None = None, instance: int = 0,
 ) -> str:
     """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates.
-    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`)."""
-    family = choose_family(category, concepts, level, rng)
+    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`). Variant `instance`
+    of a request draws its numbers from a stream of its own (`rng` is keyed by it) and takes the next equally
+    good family, as a model asked for another variant writes another problem."""
+    family = choose_family(category, concepts, level, rng, instance)
     problem = sample_problem(family, rng)
     text = problem.problem
     roll, threshold = rng.random(), 0.0
