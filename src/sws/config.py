@@ -107,6 +107,12 @@ class SynthesizeConfig(Section):
     # like the arith world's) fills it with its sets at other levels, then with new instances of them (the
     # generator is asked for another variant). false: the paper's one problem per distinct set.
     fill_budget: bool = True
+    # Difficulty-adaptive regeneration, run by `sws filter`: for up to this many rounds, every labeled problem
+    # the policy never solves goes back to the generator with a request for an easier problem on its concepts
+    # (with adapt_harder, every problem it always solves asks for a harder one); each round's problems pass
+    # rate, label and the band like the others. 0: the paper's single pass.
+    adapt_rounds: int = Field(0, ge=0)
+    adapt_harder: bool = False
     min_problem_chars: int = Field(10, ge=0)
     max_problem_tokens: int = Field(400, ge=1)
     near_duplicate_threshold: float = Field(0.9, ge=0, le=1)

@@ -38,7 +38,7 @@ PIPELINE = {
     },
     "identify": {"max_acc": 0.75, "max_slope": 1.0},
     "synthesize": {"budget": 24, "levels": ["easy", "medium"], "label_samples": 4,
-                   "shard_size": 4},
+                   "shard_size": 4, "adapt_rounds": 1, "adapt_harder": True},
     "filter": {"band": [0.0, 1.0], "rollouts": 2, "shard_size": 4},
     "train": {"initial_steps": 6, "augmented_steps": 4, "batch_size": 4, "num_generations": 2, "save_steps": 1},
     "eval": {"k": 1, "shard_size": 16},

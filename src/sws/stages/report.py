@@ -277,7 +277,19 @@ def band_section(page: Page) -> Section:
     histogram = plots_dir(page.run_dir) / difficulty.PLOT_NAME
     body = page.image(histogram) if histogram.exists() else ""
     body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
-    return Section(title, body)
+    return Section(title, body + rounds_table(kept))
+
+
+def rounds_table(kept: pl.DataFrame) -> str:
+    """Per category, how many problems each adaptive round added to the band (when there were rounds)."""
+    if "round" not in kept.columns or kept["round"].max() in (None, 0):
+        return ""
+    counts = (kept.group_by("category", "round").len().sort("round")
+              .with_columns(pl.format("round {}", pl.col("round")).alias("added by"))
+              .pivot(on="added by", index="category", values="len", sort_columns=False).fill_null(0).sort("category"))
+    return (paragraph("Problems in the band per category and adaptive round (round 0: the original synthesis; "
+                      "round r: easier or harder problems written from round r - 1's problems that the policy "
+                      "never or always solved; synthesize.adapt_rounds).") + html_table(counts))
 
 
 def curve_name(kind: str) -> str:
