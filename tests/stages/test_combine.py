@@ -54,12 +54,18 @@ def test_budget_is_split_by_share_over_categories_with_concepts(tmp_path: Path, 
     assert cache_path(tmp_path, config.roles.embedder.model).exists()
 
 
-def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
+def one_large_category(run_dir: Path, monkeypatch, budget: int) -> PipelineConfig:
+    """One category of 30 weak problems over 12 concepts, and a budget of `budget` sets."""
     use_hashed_embeddings(monkeypatch)
-    write_concepts(tmp_path, many_concepts("algebra"))
-    write_categories(tmp_path, {"algebra": 1.0})
+    write_concepts(run_dir, many_concepts("algebra"))
+    write_categories(run_dir, {"algebra": 1.0})
     config = PipelineConfig()
-    config.synthesize.budget = 12
+    config.synthesize.budget = budget
+    return config
+
+
+def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
+    config = one_large_category(tmp_path, monkeypatch, 12)
     combine.run(config, tmp_path)
     first = read_table(tmp_path, "concept_sets")
     combine.run(config, tmp_path, force=True)
@@ -169,12 +175,7 @@ def test_sets_drawn_at_some_levels_are_filled_at_the_others_before_any_instance(
 
 
 def test_a_category_with_enough_distinct_sets_is_not_filled(tmp_path: Path, monkeypatch) -> None:
-    use_hashed_embeddings(monkeypatch)
-    write_concepts(tmp_path, many_concepts("algebra"))
-    write_categories(tmp_path, {"algebra": 1.0})
-    config = PipelineConfig()
-    config.synthesize.budget = 20
-    result = combine.run(config, tmp_path)
+    result = combine.run(one_large_category(tmp_path, monkeypatch, 20), tmp_path)
     assert result.info["spending"]["algebra"] == {"budget": 20, "distinct": 20, "level_filled": 0,
                                                   "instance_filled": 0}
     assert set(read_table(tmp_path, "concept_sets")["instance"]) == {0}
