@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN ?= runs/demo
 PIPELINE ?= pipelines/demo.yaml
-SEEDS ?= 0 1 2
+SEEDS ?= 0 1 2 3 4
 export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
@@ -64,7 +64,7 @@ test-vllm: install-vllm
 demo: install
 	$(BIN)/sws run $(PIPELINE) --run $(RUN)
 
-# The demo once per seed (runs/demo-s0, …), then augmented − baseline over them: mean and spread.
+# The demo once per seed (runs/demo-s0, …), then augmented − baseline over them: per seed, mean, sd, SEM.
 demo-seeds: install
 	@for seed in $(SEEDS); do $(BIN)/sws run $(PIPELINE) --run $(RUN)-s$$seed --seed $$seed || exit 1; done
 	$(BIN)/sws compare $(foreach seed,$(SEEDS),$(RUN)-s$(seed))

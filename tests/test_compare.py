@@ -30,6 +30,10 @@ def rendered(table) -> str:
     return console.file.getvalue()
 
 
+def table_cells(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("│").split("│")] for line in text.splitlines() if line.startswith("│")]
+
+
 def test_each_run_gets_its_difference_in_points_then_mean_and_spread(tmp_path: Path) -> None:
     runs = [evaluated_run(tmp_path, 0, 0.20, 0.25), evaluated_run(tmp_path, 1, 0.20, 0.21),
             evaluated_run(tmp_path, 2, 0.20, 0.17)]
@@ -41,7 +45,8 @@ def test_each_run_gets_its_difference_in_points_then_mean_and_spread(tmp_path: P
     sd_row = next(line for line in text.splitlines() if "sd" in line)
     assert "+1.0" in mean_row and "21.0%" in mean_row  # mean gap; mean augmented share
     assert "4.0" in sd_row
-    assert compare.verdict(results) == "augmented ahead of the baseline in 2 of 3 runs; mean +1.0 points, sd 4.0"
+    assert compare.verdict(results) == ("weak problems: augmented ahead of the baseline in 2 of 3 runs; "
+                                        "mean +1.0 points, sd 4.0, SEM 2.3: not above 2 SEM")
 
 
 def test_the_fresh_problems_column_appears_only_where_eval_measured_it(tmp_path: Path) -> None:
@@ -52,9 +57,35 @@ def test_the_fresh_problems_column_appears_only_where_eval_measured_it(tmp_path:
     assert "aug − base, fresh" in text and "+6.0" in text
 
 
+def test_five_seeds_give_mean_sem_and_the_two_sem_test_on_both_differences(tmp_path: Path) -> None:
+    weak_gaps = [0.03, 0.02, 0.04, 0.01, 0.05]  # mean 3 points, sd √2.5 = 1.58, SEM 0.71: above 2 SEM
+    like_gaps = [0.02, -0.01, 0.03, 0.00, 0.01]  # mean 1 point, the same SEM: not above 2 SEM
+    results = [compare.run_result(evaluated_run(tmp_path, seed, 0.20, 0.20 + weak, like=(0.30, 0.30 + like)))
+               for seed, (weak, like) in enumerate(zip(weak_gaps, like_gaps, strict=True))]
+    found = compare.spread([result.gaps["weak_solved"] for result in results])
+    assert found.n == 5 and found.mean == pytest.approx(0.03)
+    assert found.sd == pytest.approx(2.5 ** 0.5 / 100) and found.sem == pytest.approx(2.5 ** 0.5 / 100 / 5 ** 0.5)
+    assert found.above_two_sem is True
+    assert compare.spread([result.gaps["weak_like_solved"] for result in results]).above_two_sem is False
+    rows = {cells[0]: cells[-2:] for cells in table_cells(rendered(compare.comparison_table(results)))}
+    assert rows["sem"] == ["0.7", "0.7"]
+    assert rows["mean > 2 sem"] == ["yes", "no"]
+    assert compare.verdict(results).splitlines() == [
+        "weak problems: augmented ahead of the baseline in 5 of 5 runs; mean +3.0 points, sd 1.6, SEM 0.7: "
+        "above 2 SEM",
+        "fresh problems of their families (weak_like): augmented ahead of the baseline in 3 of 5 runs; "
+        "mean +1.0 points, sd 1.6, SEM 0.7: not above 2 SEM",
+    ]
+
+
+def test_a_negative_mean_is_never_above_two_sem() -> None:
+    assert compare.spread([-0.05, -0.04, -0.06]).above_two_sem is False
+
+
 def test_one_run_has_no_spread(tmp_path: Path) -> None:
     result = compare.run_result(evaluated_run(tmp_path, 0, 0.2, 0.3))
-    assert compare.verdict([result]) == "augmented ahead of the baseline in 1 of 1 runs; mean +10.0 points"
+    assert compare.verdict([result]) == "weak problems: augmented ahead of the baseline in 1 of 1 runs; mean +10.0 points"
+    assert "–" in next(line for line in rendered(compare.comparison_table([result])).splitlines() if "sem" in line)
 
 
 def test_runs_without_weak_problems_say_so(tmp_path: Path) -> None:

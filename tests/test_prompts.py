@@ -10,7 +10,8 @@ from sws.prompts import TEMPLATE_NAMES, load_template, parse_template
 # What each synthesis step passes to its template; the step modules render with exactly these names.
 STEP_VALUES = {
     "extract": {"problem": "Compute 47+85.", "category": "addition", "k": 5},
-    "generate": {"category": "addition", "level": "hard", "concepts": "- carrying\n- place value"},
+    "generate": {"category": "addition", "level": "hard", "concepts": "- carrying\n- place value",
+                 "request": "This is variant 2 of this concept set."},
     "rate": {"problem": "Compute 47+85."},
     "label": {"problem": "Compute 47+85."},
 }

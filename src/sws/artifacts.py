@@ -45,16 +45,20 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     },
     "categories": {"category": STR, "n_problems": INT, "n_weak": INT, "fail_ratio": FLOAT, "share": FLOAT},
     "concepts": {"problem_id": STR, "category": STR, "concepts": STR_LIST},
-    "concept_sets": {"set_id": STR, "category": STR, "concepts": STR_LIST, "level": STR},
+    "concept_sets": {"set_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "instance": INT},
     "synthetic": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR},
     "rated": {"syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "verdicts": STR},
     "labeled": {
         "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
         "answer": STR, "consistency": FLOAT,
     },
+    "scored": {
+        "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "answer": STR,
+        "n": INT, "n_correct": INT, "accuracy": FLOAT,
+    },
     "filtered": {
         "syn_id": STR, "category": STR, "problem": STR, "answer": STR,
-        "n": INT, "n_correct": INT, "accuracy": FLOAT,
+        "n": INT, "n_correct": INT, "accuracy": FLOAT, "round": INT,
     },
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     **{f"train/{kind}/curve": {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT}
@@ -82,6 +86,7 @@ PRODUCERS: dict[str, str] = {
     "synthetic": "sws synthesize --steps generate",
     "rated": "sws synthesize --steps rate",
     "labeled": "sws synthesize --steps label",
+    "scored": "sws filter",
     "filtered": "sws filter",
     "augmented": "sws mix",
     **{f"train/{kind}/curve": f"sws train {kind}" for kind in TRAIN_KINDS},
@@ -90,6 +95,22 @@ PRODUCERS: dict[str, str] = {
     "eval/benchmarks": "sws eval",
     "eval/weakness": "sws eval",
 }
+
+
+# Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own
+# concept_sets, synthetic, rated, labeled and scored tables, and manifests of its steps, under adapt/round-<r>/.
+ADAPT_DIR = "adapt"
+ROUND_PREFIX = re.compile(rf"^{ADAPT_DIR}/round-\d+/")
+
+
+def round_name(name: str, adapt_round: int) -> str:
+    """The table or stage `name` of adaptive round `adapt_round` (round 0 is the original synthesis)."""
+    return name if adapt_round == 0 else f"{ADAPT_DIR}/round-{adapt_round}/{name}"
+
+
+def artifact_kind(name: str) -> str:
+    """The artifact a (possibly per-round) table name holds: adapt/round-2/labeled -> labeled."""
+    return ROUND_PREFIX.sub("", name)
 
 
 def table_path(run_dir: Path, name: str) -> Path:
@@ -102,7 +123,7 @@ def rejected_path(run_dir: Path, name: str) -> Path:
 
 def check_schema(df: pl.DataFrame, name: str, source: Path | str) -> None:
     """Raise UserError on the first missing or mistyped key column of artifact `name`."""
-    for column, dtype in SCHEMAS[name].items():
+    for column, dtype in SCHEMAS[artifact_kind(name)].items():
         if column not in df.columns:
             raise UserError(f"{source}: missing column '{column}' (expected {dtype} in a '{name}' table)")
         if df.schema[column] != dtype and not (df.height == 0 and df.schema[column] == pl.Null):
@@ -110,7 +131,7 @@ def check_schema(df: pl.DataFrame, name: str, source: Path | str) -> None:
 
 
 def empty_table(name: str, extra: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
-    return pl.DataFrame(schema={**SCHEMAS[name], **(extra or {})})
+    return pl.DataFrame(schema={**SCHEMAS[artifact_kind(name)], **(extra or {})})
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -253,7 +274,8 @@ def read_table(run_dir: Path, name: str) -> pl.DataFrame:
     """Read and validate artifact `name`; a missing file names the command that makes it."""
     path = table_path(run_dir, name)
     if not path.exists():
-        raise UserError(f"{path}: not found; run `{PRODUCERS[name]} --run {run_dir}` first")
+        producer = "sws filter" if ROUND_PREFIX.match(name) else PRODUCERS[name]
+        raise UserError(f"{path}: not found; run `{producer} --run {run_dir}` first")
     df = read_parquet(path)
     check_schema(df, name, path)
     return df

@@ -249,7 +249,10 @@ def filter_by_difficulty(
     config: PipelineOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Keep the labeled problems the initially trained policy solves sometimes, neither never nor always."""
+    """Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.
+
+    With synthesize.adapt_rounds > 0, problems it never solves first go back to the generator for easier ones
+    (rated, labeled and scored in turn), up to that many rounds; filtered.parquet records each one's round."""
     from sws.stages import difficulty as stage
 
     run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts},

@@ -2,11 +2,14 @@
 
 One run measures its difference on a few hundred weak problems, so a single seed's gain is mostly noise; the
 paper's claim is about what holds over seeds. Each run contributes the overall shares from its `summary.json`
-(written by `sws eval`): on the weak problems, and in the arith world on fresh problems of their families.
+(written by `sws eval`): on the weak problems, and in the arith world on fresh problems of their families
+(`weak_like`). For each difference the table gives the mean over runs, the sample standard deviation and the
+standard error of the mean (SEM = sd / √n), and says whether the mean exceeds two SEM.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from sws.stages.evaluate import HEADLINE_CHECKPOINTS, read_summary, summary_path
 GAPS = {"weak_solved": "aug − base", "weak_like_solved": "aug − base, fresh"}
 CAPTIONS = {"weak_solved": "aug − base: augmented − baseline, in points",
             "weak_like_solved": "fresh: on fresh problems of the weak problems' families"}
+GAP_NAMES = {"weak_solved": "weak problems", "weak_like_solved": "fresh problems of their families (weak_like)"}
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,29 @@ def run_result(run_dir: Path) -> RunResult:
     )
 
 
-def spread(values: list[float | None]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation of the measured values; None where too few were measured."""
+@dataclass(frozen=True)
+class Spread:
+    """Mean, sample standard deviation and standard error of the mean of the measured values (None where too
+    few were measured: no mean without a value, no sd or SEM with fewer than two)."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+
+    @property
+    def sem(self) -> float | None:
+        return None if self.sd is None else self.sd / math.sqrt(self.n)
+
+    @property
+    def above_two_sem(self) -> bool | None:
+        """Whether the mean exceeds two standard errors (None without an SEM)."""
+        return None if self.mean is None or self.sem is None else self.mean > 2 * self.sem
+
+
+def spread(values: list[float | None]) -> Spread:
     measured = [value for value in values if value is not None]
-    mean = statistics.fmean(measured) if measured else None
-    return mean, statistics.stdev(measured) if len(measured) > 1 else None
+    return Spread(len(measured), statistics.fmean(measured) if measured else None,
+                  statistics.stdev(measured) if len(measured) > 1 else None)
 
 
 def share(value: float | None) -> str:
@@ -75,8 +97,13 @@ def points_apart(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
+def yes_no(value: bool | None) -> str:
+    return "–" if value is None else ("yes" if value else "no")
+
+
 def comparison_table(results: list[RunResult]) -> Table:
-    """One row per run (its shares and differences), then the mean and standard deviation of each column."""
+    """One row per run (its shares and differences), then each column's mean, standard deviation and SEM, and
+    for the differences whether the mean exceeds two SEM."""
     shown_gaps = [prefix for prefix in GAPS if any(result.gaps[prefix] is not None for result in results)]
     # (title, one value per run, how a value and the mean are shown, how the sd is shown)
     columns: list[tuple[str, list[float | None], Callable, Callable]] = [
@@ -94,22 +121,30 @@ def comparison_table(results: list[RunResult]) -> Table:
         table.add_row(str(result.run), "–" if result.seed is None else str(result.seed),
                       *(shown(values[index]) for _, values, shown, _ in columns),
                       end_section=index == len(results) - 1)
-    means, deviations = [], []
-    for _, values, shown, shown_sd in columns:
-        mean, deviation = spread(values)
-        means.append(shown(mean))
-        deviations.append(shown_sd(deviation))
-    table.add_row("[bold]mean[/bold]", "", *means)
-    table.add_row("[bold]sd[/bold]", "", *deviations)
+    spreads = [(spread(values), shown, shown_sd) for _, values, shown, shown_sd in columns]
+    table.add_row("[bold]mean[/bold]", "", *(shown(found.mean) for found, shown, _ in spreads))
+    table.add_row("[bold]sd[/bold]", "", *(shown_sd(found.sd) for found, _, shown_sd in spreads))
+    table.add_row("[bold]sem[/bold]", "", *(shown_sd(found.sem) for found, _, shown_sd in spreads))
+    table.add_row("[bold]mean > 2 sem[/bold]", "", *("" for _ in HEADLINE_CHECKPOINTS),
+                  *(yes_no(found.above_two_sem) for found, _, _ in spreads[len(HEADLINE_CHECKPOINTS):]))
     return table
 
 
 def verdict(results: list[RunResult]) -> str:
-    """In how many runs augmented solved more weak problems than the baseline, in points of the weak set."""
-    gaps = [result.gaps["weak_solved"] for result in results]
-    ahead = sum(gap > 0 for gap in gaps if gap is not None)
-    mean, deviation = spread(gaps)
-    if mean is None:
-        return "no run measured augmented − baseline: none had weak problems"
-    sd = "" if deviation is None else f", sd {points_apart(deviation)}"
-    return f"augmented ahead of the baseline in {ahead} of {len(results)} runs; mean {points(mean)} points{sd}"
+    """Per difference measured: in how many runs augmented was ahead, the mean, sd and SEM in points, and
+    whether the mean exceeds two SEM."""
+    lines = []
+    for prefix, name in GAP_NAMES.items():
+        gaps = [result.gaps[prefix] for result in results]
+        found = spread(gaps)
+        if found.mean is None:
+            if prefix == "weak_solved":
+                lines.append("no run measured augmented − baseline: none had weak problems")
+            continue
+        ahead = sum(gap > 0 for gap in gaps if gap is not None)
+        line = f"{name}: augmented ahead of the baseline in {ahead} of {found.n} runs; mean {points(found.mean)} points"
+        if found.sem is not None:
+            beyond = "above" if found.above_two_sem else "not above"
+            line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"
+        lines.append(line)
+    return "\n".join(lines)

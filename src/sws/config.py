@@ -106,9 +106,16 @@ class SynthesizeConfig(Section):
     cooc_weight: float = Field(1.0, ge=0)
     sim_weight: float = Field(1.0, ge=0)
     levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
-    # Problems per distinct concept set when a category's concepts cannot supply its quota of distinct sets
-    # (a small concept vocabulary, like the arith world's); 1 keeps the paper's one problem per set.
-    max_problems_per_set: int = Field(1, ge=1)
+    # A category whose concepts cannot supply its quota of distinct concept sets (a small concept vocabulary,
+    # like the arith world's) fills it with its sets at other levels, then with new instances of them (the
+    # generator is asked for another variant). false: the paper's one problem per distinct set.
+    fill_budget: bool = True
+    # Difficulty-adaptive regeneration, run by `sws filter`: for up to this many rounds, every labeled problem
+    # the policy never solves goes back to the generator with a request for an easier problem on its concepts
+    # (with adapt_harder, every problem it always solves asks for a harder one); each round's problems pass
+    # rate, label and the band like the others. 0: the paper's single pass.
+    adapt_rounds: int = Field(0, ge=0)
+    adapt_harder: bool = False
     min_problem_chars: int = Field(10, ge=0)
     max_problem_tokens: int = Field(400, ge=1)
     near_duplicate_threshold: float = Field(0.9, ge=0, le=1)

@@ -5,6 +5,8 @@ which role's max_tokens to raise.
 
 Each synthesis step stores its row as `info["funnel"]` of its StageResult, which `run_stage` keeps in the
 step's manifest; `read_funnel` collects them for the report, `funnel_table` renders them with rich.
+`budget_spending` shows per category how its share of the budget was spent, from combine's `spending` and
+generate's `per_category` counts.
 """
 
 from __future__ import annotations
@@ -72,6 +74,40 @@ def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:
         if manifest is not None and "funnel" in manifest.get("info", {}):
             rows.append(FunnelRow.from_info(manifest["info"]["funnel"]))
     return rows
+
+
+SPENDING_COLUMNS = {
+    "budget": "budgeted sets", "distinct": "distinct sets", "level_filled": "level-filled",
+    "instance_filled": "instance-filled", "generated": "generated", "near_duplicate": "near-duplicates",
+    "kept": "kept after dedup",
+}
+
+
+def budget_spending(combine_info: dict[str, Any], generate_info: dict[str, Any] | None) -> pl.DataFrame:
+    """Per category: budgeted sets, distinct sets drawn, level- and instance-filled sets (combine), then problems
+    generated, dropped as near-duplicates and kept by generate's pre-filters (null before generate ran)."""
+    generated = (generate_info or {}).get("per_category", {})
+    rows = [{"category": category, **spent, **generated.get(category, {})}
+            for category, spent in sorted(combine_info.get("spending", {}).items())]
+    schema = {"category": pl.Utf8, **dict.fromkeys(SPENDING_COLUMNS, pl.Int64)}
+    return pl.DataFrame(rows, schema=schema).rename(SPENDING_COLUMNS)
+
+
+def read_budget_spending(run_dir: Path, combine_step: str, generate_step: str) -> pl.DataFrame | None:
+    """`budget_spending` from the steps' manifests; None before combine ran."""
+    combine, generate = read_manifest(run_dir, combine_step), read_manifest(run_dir, generate_step)
+    if combine is None or "spending" not in combine.get("info", {}):
+        return None
+    return budget_spending(combine["info"], generate["info"] if generate else None)
+
+
+def dataframe_table(df: pl.DataFrame, title: str) -> Table:
+    table = Table(title=title)
+    for index, column in enumerate(df.columns):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in df.iter_rows():
+        table.add_row(*("-" if value is None else str(value) for value in row))
+    return table
 
 
 def funnel_table(rows: Sequence[FunnelRow]) -> Table:

@@ -52,6 +52,15 @@ def test_defect_knobs_combine_with_at_most_one_defect_each():
     assert kinds["ok"] / DRAWS == pytest.approx(0.4, abs=TOLERANCE)
 
 
+def test_variants_of_one_request_are_other_problems_with_the_same_concepts():
+    fields = {"category": "subtraction", "concepts": ["subtraction", "borrowing"], "level": "medium"}
+    requests = [Request(prompt="p", task="generate", seed=7, fields={**fields, "instance": instance})
+                for instance in range(8)]
+    problems = [parse_problem(samples[0].text) for samples in oracle().generate(requests)]
+    assert len(set(problems)) >= 7
+    assert all("subtraction" in solve(problem).concepts for problem in problems)
+
+
 def test_generated_problems_follow_category_and_concepts():
     engine = oracle()
     requests = [Request(prompt="p", task="generate", seed=seed, fields={

@@ -8,6 +8,7 @@ import pytest
 from _synthesis_run import use_hashed_embeddings, write_identified_run
 
 from sws.artifacts import read_table, table_path, write_table
+from sws.concept_sampling import SampledSet
 from sws.config import PipelineConfig
 from sws.embeddings import cache_path
 from sws.errors import UserError
@@ -53,12 +54,18 @@ def test_budget_is_split_by_share_over_categories_with_concepts(tmp_path: Path, 
     assert cache_path(tmp_path, config.roles.embedder.model).exists()
 
 
-def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
+def one_large_category(run_dir: Path, monkeypatch, budget: int) -> PipelineConfig:
+    """One category of 30 weak problems over 12 concepts, and a budget of `budget` sets."""
     use_hashed_embeddings(monkeypatch)
-    write_concepts(tmp_path, many_concepts("algebra"))
-    write_categories(tmp_path, {"algebra": 1.0})
+    write_concepts(run_dir, many_concepts("algebra"))
+    write_categories(run_dir, {"algebra": 1.0})
     config = PipelineConfig()
-    config.synthesize.budget = 12
+    config.synthesize.budget = budget
+    return config
+
+
+def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
+    config = one_large_category(tmp_path, monkeypatch, 12)
     combine.run(config, tmp_path)
     first = read_table(tmp_path, "concept_sets")
     combine.run(config, tmp_path, force=True)
@@ -80,10 +87,16 @@ def three_concept_category(run_dir: Path, monkeypatch) -> PipelineConfig:
     return config
 
 
-def test_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
-    result = combine.run(three_concept_category(tmp_path, monkeypatch), tmp_path)
-    assert read_table(tmp_path, "concept_sets").height == 3  # {a,b} {a,c} {b,c}
+def test_without_filling_the_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
+    config = three_concept_category(tmp_path, monkeypatch)
+    config.synthesize.fill_budget = False
+    result = combine.run(config, tmp_path)
+    sets = read_table(tmp_path, "concept_sets")
+    assert sets.height == 3  # {a,b} {a,c} {b,c}
+    assert set(sets["instance"]) == {0}
     assert result.info["funnel"]["rejected"] == {"duplicate_set": 7}
+    assert result.info["spending"] == {"tiny": {"budget": 10, "distinct": 3, "level_filled": 0,
+                                                "instance_filled": 0}}
 
 
 def test_no_concepts_gives_empty_sets(tmp_path: Path, monkeypatch) -> None:
@@ -128,13 +141,41 @@ def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
         assert set(drawn) <= vocabulary
 
 
-def test_a_small_category_repeats_its_sets_up_to_the_limit(tmp_path: Path, monkeypatch) -> None:
+def test_a_small_category_fills_its_quota_with_other_levels_then_new_instances(tmp_path: Path, monkeypatch) -> None:
     config = three_concept_category(tmp_path, monkeypatch)
-    config.synthesize.max_problems_per_set = 3
+    config.synthesize.levels = ["easy", "medium"]
+    config.synthesize.budget = 15
     result = combine.run(config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
-    assert sets.height == 9  # 3 distinct sets, 3 problems each
-    assert sets["set_id"].n_unique() == 9
-    per_set = Counter(tuple(sorted(listed)) for listed in sets["concepts"].to_list())
-    assert per_set == {("a", "b"): 3, ("a", "c"): 3, ("b", "c"): 3}
-    assert result.info["funnel"]["rejected"] == {"duplicate_set": 1}
+    assert sets.height == 15 and sets["set_id"].n_unique() == 15
+    # three concept sets at two levels: six distinct requests, each asked for in full before any repeats
+    requests = Counter((frozenset(row["concepts"]), row["level"]) for row in sets.iter_rows(named=True))
+    assert len(requests) == 6 and set(requests.values()) == {2, 3}
+    first_instances = sets.filter(pl.col("instance") == 0)
+    assert first_instances.height == 6
+    assert sets.filter(pl.col("instance") > 0)["instance"].to_list() == [1] * 6 + [2] * 3
+    spent = result.info["spending"]["tiny"]
+    assert spent["budget"] == 15
+    assert spent["distinct"] + spent["level_filled"] == 6
+    assert spent["instance_filled"] == 9
+    assert result.info["funnel"] == {"step": "combine", "in": 15, "kept": 15, "rejected": {}}
+
+
+def test_sets_drawn_at_some_levels_are_filled_at_the_others_before_any_instance() -> None:
+    drawn = [SampledSet(("a", "b"), "easy"), SampledSet(("a", "c"), "easy"), SampledSet(("b", "c"), "medium")]
+    planned = combine.fill_quota(drawn, 8, ["easy", "medium"])
+    assert [(plan.drawn, plan.instance, plan.fill) for plan in planned] == [
+        *((set_, 0, "distinct") for set_ in drawn),
+        (SampledSet(("b", "c"), "easy"), 0, "level"),
+        (SampledSet(("a", "b"), "medium"), 0, "level"), (SampledSet(("a", "c"), "medium"), 0, "level"),
+        (drawn[0], 1, "instance"), (drawn[1], 1, "instance"),
+    ]
+    assert combine.fill_quota(drawn, 2, ["easy", "medium"]) == [combine.PlannedSet(d, 0, "distinct") for d in drawn[:2]]
+    assert combine.fill_quota([], 5, ["easy"]) == []
+
+
+def test_a_category_with_enough_distinct_sets_is_not_filled(tmp_path: Path, monkeypatch) -> None:
+    result = combine.run(one_large_category(tmp_path, monkeypatch, 20), tmp_path)
+    assert result.info["spending"]["algebra"] == {"budget": 20, "distinct": 20, "level_filled": 0,
+                                                  "instance_filled": 0}
+    assert set(read_table(tmp_path, "concept_sets")["instance"]) == {0}

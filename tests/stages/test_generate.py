@@ -28,7 +28,7 @@ def write_sets(run_dir: Path, n: int, category: str = "multiplication") -> None:
     write_table(run_dir, "concept_sets", pl.DataFrame({
         "set_id": [f"set-{index:04d}" for index in range(n)], "category": [category] * n,
         "concepts": [concepts[index % 2] for index in range(n)],
-        "level": [("easy", "medium", "hard")[index % 3] for index in range(n)],
+        "level": [("easy", "medium", "hard")[index % 3] for index in range(n)], "instance": [0] * n,
     }))
 
 
@@ -120,10 +120,34 @@ def test_unparsed_and_short_outputs_are_rejected_with_the_raw_text(tmp_path: Pat
     assert rejected["problem"].to_list() == [None, "Hm."]
     assert "could not come up" in rejected["raw"][0]
     request = engine.requests[0]
-    assert request.task == "generate" and set(request.fields) == {"category", "concepts", "level"}
+    assert request.task == "generate" and set(request.fields) == {"category", "concepts", "level", "instance"}
     assert isinstance(request.fields["concepts"], list)
     for concept in request.fields["concepts"]:
         assert concept in request.messages[0]["content"]
+
+
+def test_variants_of_one_concept_set_ask_for_and_get_distinct_problems(tmp_path: Path, monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    write_table(tmp_path, "concept_sets", pl.DataFrame({
+        "set_id": [f"set-{index}" for index in range(12)], "category": ["subtraction"] * 12,
+        "concepts": [["subtraction", "borrowing", "two-digit numbers"]] * 12, "level": ["medium"] * 12,
+        "instance": list(range(12)),
+    }))
+    prompts = []
+    original = generate.role_request
+
+    def recorded(*args, **kwargs):
+        prompts.append(kwargs["text"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(generate, "role_request", recorded)
+    result = generate.run(PipelineConfig(), tmp_path)
+    assert "variant" not in prompts[0]
+    assert all(f"This is variant {index + 1} of this concept set" in prompts[index] for index in range(1, 12))
+    kept = read_table(tmp_path, "synthetic")
+    assert kept["problem"].n_unique() == kept.height >= 9  # only the few repeats near-duplicate detection drops
+    assert result.info["per_category"] == {"subtraction": {
+        "generated": 12, "kept": kept.height, "near_duplicate": 12 - kept.height}}
 
 
 def test_missing_reference_file_fails_before_writing(tmp_path: Path) -> None:

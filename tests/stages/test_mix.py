@@ -25,7 +25,7 @@ def filtered_problems(texts: list[str], ids: list[str] | None = None) -> pl.Data
         "syn_id": ids, "category": ["addition"] * len(texts), "problem": texts,
         "answer": [str(10 + i) for i in range(len(texts))], "n": [8] * len(texts),
         "n_correct": [4] * len(texts), "accuracy": [0.5] * len(texts),
-        "level": ["hard"] * len(texts),
+        "level": ["hard"] * len(texts), "round": [0] * len(texts),
     })
 
 

@@ -46,7 +46,8 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "accs": [[0.0, 0.25, 0.0], [0.5, 0.25, 0.25], [0.5, 1.0]], "n_record": [3, 3, 2],
         "max_acc": [0.25, 0.5, 1.0], "slope": [0.0, -0.125, 0.5], "weak": [True, True, False]}))
     filtered = pl.DataFrame({"syn_id": ["x1", "x2"], "category": ["remainders"] * 2, "problem": ["a", "b"],
-                             "answer": ["1", "2"], "n": [8, 8], "n_correct": [2, 6], "accuracy": [0.25, 0.75]})
+                             "answer": ["1", "2"], "n": [8, 8], "n_correct": [2, 6], "accuracy": [0.25, 0.75],
+                             "round": [0, 1]})
     write_table(tmp_path, "filtered", filtered)
     write_rejected(tmp_path, "filtered", filtered.with_columns(
         pl.Series("syn_id", ["x3", "x4"]), pl.Series("accuracy", [0.0, 1.0]),
@@ -98,6 +99,8 @@ def test_every_section_is_drawn_from_the_run(full_run: Path, page: str) -> None:
     assert "Remainder analysis 0." in page and "Remainder analysis 1." in page
     assert "Remainder analysis 2." not in page and "Compute 2+2." not in page
     assert "2 of 4 labeled problems in the band [0.25, 0.75]" in page
+    band = next(body for title, body in found.items() if title.startswith("Difficulty band"))
+    assert "<th>round 0</th><th>round 1</th>" in band and "<td>remainders</td><td>1</td><td>1</td>" in band
 
 
 def test_page_is_self_contained(page: str) -> None:

@@ -16,7 +16,7 @@ from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path
 from sws.cli import app
 from sws.config import EngineConfig, PipelineConfig
 from sws.errors import UserError
-from sws.funnel import read_funnel
+from sws.funnel import read_budget_spending, read_funnel
 from sws.stages import synthesize
 from sws.worlds.arith import solve
 
@@ -61,6 +61,16 @@ def test_cli_runs_every_step_and_prints_the_funnel(tmp_path: Path) -> None:
     synthetic_rejected = set(read_parquet(rejected_path(run, "synthetic"))["reject_reason"])
     assert {"multi_part", "proof", "true_false"} <= synthetic_rejected
     assert read_manifest(run, "label")["info"]["funnel"]["kept"] == labeled.height
+    assert "how each category's budget was spent" in result.output
+    spending = read_budget_spending(run, "combine", "generate")
+    sets_per_category = dict(read_table(run, "concept_sets")["category"].value_counts().iter_rows())
+    kept_per_category = dict(read_table(run, "synthetic")["category"].value_counts().iter_rows())
+    assert spending.height == len(sets_per_category) > 0
+    for row in spending.iter_rows(named=True):
+        assert row["budgeted sets"] == row["distinct sets"] + row["level-filled"] + row["instance-filled"]
+        assert row["generated"] == sets_per_category[row["category"]] == row["budgeted sets"]
+        assert row["kept after dedup"] == kept_per_category.get(row["category"], 0)
+        assert row["near-duplicates"] <= row["generated"] - row["kept after dedup"]
 
 
 def test_rerun_skips_every_current_step(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ answers from the arith world's rules (`sws.worlds.arith.teacher`), in the text f
 produce, so the pipeline's prompt rendering and output parsing are exercised for real:
 
 - `extract` {problem, category, k}: a list of k concepts (JSON, numbered or bulleted, sometimes a preamble);
-- `generate` {category, concepts, level}: some planning, then the problem under a `### Problem` line;
+- `generate` {category, concepts, level, instance, [direction, source_problem]}: some planning, then the
+  problem under a `### Problem` line (instance k >= 1: another variant of the same request; direction
+  easier / harder: a problem easier or harder than the source problem, on its concepts);
 - `rate` {problem}: a short assessment ending in `Verdict: perfect|acceptable|bad`;
 - `label` / `answer` {problem}: step-by-step work ending in `\\boxed{answer}`.
 
@@ -115,7 +117,9 @@ class OracleEngine:
             run_on = self._rng(request, sample_index, "run_on_text") if self._fails("run_on", request, sample_index) else None
             return teacher.generate_text(
                 self._field(request, "category"), list(concepts), self._field(request, "level"), self.rates, rng,
-                run_on,
+                run_on, int(request.fields.get("instance", 0)),
+                (request.fields["direction"], request.fields["source_problem"]) if "direction" in request.fields
+                else None,
             )
         if task == "rate":
             if self._fails("rubber_stamp", request, sample_index):

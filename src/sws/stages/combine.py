@@ -1,17 +1,24 @@
 """`sws synthesize --steps combine`: sample concept sets per category under the synthesis budget.
 
 Reads `concepts.parquet` and `categories.parquet`; writes `concept_sets.parquet` (set_id, category, concepts,
-level). The budget N is split over the categories that have extracted concepts, in proportion to their `share`,
-by largest remainder; each category's sets come from `sws.concept_sampling` with a generator seeded by the run
-seed and the category name. A category whose few concepts cannot supply its quota of distinct sets repeats
-its sets, in the order drawn, up to `synthesize.max_problems_per_set` times each (every repeat is its own set_id,
-so the generator gets a new request seed and writes another problem; `generate` drops repeats that come out
-the same); what is still missing is counted in the funnel as `duplicate_set`.
+level, instance). The budget N is split over the categories that have extracted concepts, in proportion to their
+`share`, by largest remainder; each category's sets come from `sws.concept_sampling` with a generator seeded by
+the run seed and the category name.
+
+A category whose few concepts cannot supply its quota of distinct (concepts, level) sets spends the rest of its
+share when `synthesize.fill_budget` is on (`fill_quota`): first its concept sets at the other levels of
+`synthesize.levels`, then new *instances* of the sets so far, in turn (instance k ≥ 1: the generator's prompt
+asks for variant k of the set, with other numbers and wording; `generate` drops instances that come out the same
+as another problem). With it off (the paper's one problem per distinct set), the shortfall is counted in the
+funnel as `duplicate_set`. The manifest's `spending` records, per category, how its budget was spent.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +37,36 @@ from sws.llm_calls import request_seed
 STEP = "combine"
 
 
-def set_id(category: str, concepts: tuple[str, ...], level: str, repeat: int = 0) -> str:
-    key = "\x1f".join([category, level, *sorted(concepts), *([f"repeat {repeat}"] if repeat else [])])
+def set_id(category: str, concepts: tuple[str, ...], level: str, instance: int = 0) -> str:
+    key = "\x1f".join([category, level, *sorted(concepts), *([f"instance {instance}"] if instance else [])])
     return "set-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def with_repeats(sets: list[SampledSet], quota: int, max_per_set: int) -> list[tuple[SampledSet, int]]:
-    """(set, repeat index) pairs: every distinct set once, then again in the order drawn, until `quota`."""
-    rounds = min(max_per_set, -(-quota // len(sets))) if sets else 0
-    return [(drawn, repeat) for repeat in range(rounds) for drawn in sets][:quota]
+@dataclass(frozen=True)
+class PlannedSet:
+    drawn: SampledSet
+    instance: int  # 0: the set as drawn or level-filled; k >= 1: the generator is asked for variant k
+    fill: str  # "distinct", "level" or "instance"
+
+
+def fill_quota(sets: list[SampledSet], quota: int, levels: Sequence[str]) -> list[PlannedSet]:
+    """The distinct sets as drawn, then their concepts at the levels not drawn yet (each level in turn over the
+    concept sets), then instances 1, 2, ... of everything so far in that order, up to `quota` in all."""
+    planned = [PlannedSet(drawn, 0, "distinct") for drawn in sets][:quota]
+    concept_sets = list(dict.fromkeys(frozenset(drawn.concepts) for drawn in sets))
+    order_of = {frozenset(drawn.concepts): drawn.concepts for drawn in reversed(sets)}
+    seen = {(frozenset(drawn.concepts), drawn.level) for drawn in sets}
+    for level in dict.fromkeys(levels):
+        for concepts in concept_sets:
+            if len(planned) < quota and (concepts, level) not in seen:
+                seen.add((concepts, level))
+                planned.append(PlannedSet(SampledSet(order_of[concepts], level), 0, "level"))
+    each_once = list(planned)
+    instance = 1
+    while each_once and len(planned) < quota:
+        planned.extend(PlannedSet(plan.drawn, instance, "instance") for plan in each_once[:quota - len(planned)])
+        instance += 1
+    return planned
 
 
 def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: int, source: Path) -> dict[str, int]:
@@ -63,7 +91,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         config={
             "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size,
             "temperature": synth.temperature, "cooc_weight": synth.cooc_weight, "sim_weight": synth.sim_weight,
-            "levels": synth.levels, "max_problems_per_set": synth.max_problems_per_set,
+            "levels": synth.levels, "fill_budget": synth.fill_budget,
             "embedder": cfg.roles.embedder.model,
         },
         inputs=[table_path(run_dir, "concepts"), table_path(run_dir, "categories")],
@@ -84,19 +112,23 @@ def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
     vectors = embed_texts(distinct, cfg.roles.embedder, run_dir) if distinct else np.zeros((0, 1))
     embedding_of = dict(zip(distinct, vectors, strict=True))
     settings = SamplerSettings(synth.set_size, synth.temperature, synth.cooc_weight, synth.sim_weight)
-    rows, made, duplicates_drawn = [], {}, {}
+    rows, spending, duplicates_drawn = [], {}, {}
     for category, quota in budgets.items():
         listed = concepts.filter(pl.col("category") == category)["concepts"].to_list()
         graph = build_graph(listed, embedding_of)
         rng = np.random.default_rng([cfg.seed, request_seed(0, STEP, category)])
         sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, settings, synth.levels, rng)
-        made[category] = len(sets)
-        rows.extend({"set_id": set_id(category, drawn.concepts, drawn.level, repeat), "category": category,
-                     "concepts": list(drawn.concepts), "level": drawn.level}
-                    for drawn, repeat in with_repeats(sets, quota, synth.max_problems_per_set))
+        planned = fill_quota(sets, quota, synth.levels) if synth.fill_budget else fill_quota(sets, len(sets), [])
+        fills = Counter(plan.fill for plan in planned)
+        spending[category] = {"budget": quota, "distinct": fills["distinct"], "level_filled": fills["level"],
+                              "instance_filled": fills["instance"]}
+        rows.extend({"set_id": set_id(category, plan.drawn.concepts, plan.drawn.level, plan.instance),
+                     "category": category, "concepts": list(plan.drawn.concepts), "level": plan.drawn.level,
+                     "instance": plan.instance}
+                    for plan in planned)
     write_table(run_dir, "concept_sets", pl.DataFrame(rows, schema=empty_table("concept_sets").schema))
-    planned = sum(budgets.values())
-    row = funnel_row(STEP, planned, len(rows), ["duplicate_set"] * (planned - len(rows)))
+    budgeted = sum(budgets.values())
+    row = funnel_row(STEP, budgeted, len(rows), ["duplicate_set"] * (budgeted - len(rows)))
     return StageResult(STEP, rows={"concept_sets": len(rows)}, info={
-        "funnel": row.as_info(), "budget": budgets, "sets": made, "duplicate_draws": duplicates_drawn,
+        "funnel": row.as_info(), "spending": spending, "duplicate_draws": duplicates_drawn,
     })

@@ -1,10 +1,18 @@
 """`sws filter --band LO HI`: keep the labeled problems the initially trained policy solves sometimes (DESIGN §1.4).
 
-The policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts` answers per
-problem at the training temperature, graded against the label with `sws.grading`. Problems whose accuracy lies
-in the band (both ends inclusive) go to `filtered.parquet`; the others to `filtered.rejected.parquet` with their
-accuracy and the reason. Requests go out in shards through the request cache, so a rerun after a kill asks
-nothing twice. A histogram of the accuracies is drawn to `plots/filter_accuracy.png`.
+Two stages, plus the adaptive rounds between them when synthesize.adapt_rounds > 0:
+
+- `score`: the policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts`
+  answers per labeled problem at the training temperature, graded against the label with `sws.grading`, into
+  `scored.parquet` (n, n_correct, accuracy). Requests go out in shards through the request cache, so a rerun
+  after a kill asks nothing twice.
+- adaptive rounds r = 1 .. synthesize.adapt_rounds (`sws.stages.adapt`): the problems round r - 1 scored at
+  accuracy 0 (and 1, with synthesize.adapt_harder) go back to the generator for an easier (harder) problem on
+  the same concepts; round r's problems are rated, labeled and scored like round 0's, under `adapt/round-<r>/`.
+- `filter`: every round's scored problems whose accuracy lies in the band (both ends inclusive) go to
+  `filtered.parquet`, with the `round` that made them (0: the original synthesis); the others to
+  `filtered.rejected.parquet` with their accuracy and the reason. A histogram of the accuracies is drawn to
+  `plots/filter_accuracy.png`; the manifest's `kept_per_round` counts what each round added to the band.
 """
 
 from __future__ import annotations
@@ -15,23 +23,27 @@ import polars as pl
 
 from sws import ui
 from sws.artifacts import (
+    INT,
     StageResult,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
     write_rejected,
     write_table,
 )
-from sws.config import EngineConfig, PipelineConfig
+from sws.config import EngineConfig, PipelineConfig, require_roles
 from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
-from sws.llm_calls import engine_for, generate_in_shards, request_seed
+from sws.llm_calls import engine_for, generate_in_shards, request_seed, shared_engines
 from sws.plots import new_figure, plots_dir, save_figure
 from sws.policy import policy_prompt
+from sws.stages import adapt
 from sws.training.reward import grade_completions
 
 STAGE = "filter"
+SCORE_STEP = "score"
 PLOT_NAME = "filter_accuracy.png"
 # Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
 BAND_TOLERANCE = 1e-9
@@ -44,22 +56,54 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         raise UserError(f"{table_path(run_dir, 'labeled')}: no labeled problems to filter; see `sws synthesize`'s "
                         "funnel for where they were rejected")
     policy = policy_role(cfg, run_dir)
+    rounds = range(cfg.synthesize.adapt_rounds + 1)
+    if cfg.synthesize.adapt_rounds:
+        require_roles(cfg, ("generator", "judges", "labeler"), "synthesize.adapt_rounds")
+    with shared_engines():
+        for adapt_round in rounds:
+            if adapt_round > 0:
+                adapt.run_round(cfg, run_dir, adapt_round, force)
+            score(cfg, run_dir, policy, adapt_round, force)
+    return keep_band(cfg, run_dir, list(rounds), force)
+
+
+def score(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, adapt_round: int, force: bool = False
+          ) -> StageResult:
+    """The policy's accuracy on round `adapt_round`'s labeled problems, into its `scored` table."""
+    source, target = round_name("labeled", adapt_round), round_name("scored", adapt_round)
     config = {
-        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size"}),
+        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
         "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
         "world": cfg.world, "seed": cfg.seed,
     }
-    inputs = [table_path(run_dir, "labeled")] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
-    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), plots_dir(run_dir) / PLOT_NAME]
+    inputs = [table_path(run_dir, source)] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
 
     def body() -> StageResult:
+        labeled = read_table(run_dir, source)
         scored = labeled.with_columns(
             pl.Series("n_correct", policy_correct_counts(cfg, run_dir, policy, labeled), dtype=pl.Int64),
             pl.lit(cfg.filter.rollouts, dtype=pl.Int64).alias("n"),
         ).with_columns((pl.col("n_correct") / pl.col("n")).alias("accuracy"))
-        low, high = cfg.filter.band
-        kept = scored.filter(pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE))
-        rejected = scored.filter(~pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE))
+        write_table(run_dir, target, scored)
+        counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
+        return StageResult(round_name(SCORE_STEP, adapt_round), rows={target: scored.height},
+                           info={"accuracy_counts": counts})
+
+    return run_stage(run_dir, round_name(SCORE_STEP, adapt_round), config=config, inputs=inputs,
+                     outputs=[table_path(run_dir, target)], body=body, force=force)
+
+
+def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool = False) -> StageResult:
+    """Every round's scored problems in the band, with their round, into `filtered`; the rest rejected."""
+    low, high = cfg.filter.band
+    sources = [round_name("scored", adapt_round) for adapt_round in rounds]
+    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), plots_dir(run_dir) / PLOT_NAME]
+
+    def body() -> StageResult:
+        scored = pl.concat([read_table(run_dir, name).with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
+                            for adapt_round, name in zip(rounds, sources, strict=True)], how="diagonal_relaxed")
+        in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE)
+        kept, rejected = scored.filter(in_band), scored.filter(~in_band)
         rejected = rejected.with_columns(
             pl.when(pl.col("accuracy") < low)
             .then(pl.lit(f"too hard: accuracy below {low:g}"))
@@ -69,7 +113,10 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "filtered", kept)
         write_rejected(run_dir, "filtered", rejected)
         plot_accuracies(scored["accuracy"].to_list(), (low, high), cfg.filter.rollouts, plots_dir(run_dir) / PLOT_NAME)
-        ui.info(f"filter: kept {kept.height} of {scored.height} problems with accuracy in [{low:g}, {high:g}]")
+        per_round = {str(adapt_round): int((kept["round"] == adapt_round).sum()) for adapt_round in rounds}
+        added = "" if len(rounds) == 1 else " (per round: " + ", ".join(
+            f"{adapt_round}: {count}" for adapt_round, count in per_round.items()) + ")"
+        ui.info(f"filter: kept {kept.height} of {scored.height} problems with accuracy in [{low:g}, {high:g}]{added}")
         return StageResult(
             STAGE,
             rows={"filtered": kept.height, "filtered.rejected": rejected.height},
@@ -78,10 +125,12 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
                 "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
                 "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
                 "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
+                "kept_per_round": per_round,
             },
         )
 
-    return run_stage(run_dir, STAGE, config=config, inputs=inputs, outputs=outputs, body=body, force=force)
+    return run_stage(run_dir, STAGE, config={"band": [low, high], "rollouts": cfg.filter.rollouts},
+                     inputs=[table_path(run_dir, name) for name in sources], outputs=outputs, body=body, force=force)
 
 
 def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:

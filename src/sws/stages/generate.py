@@ -6,6 +6,12 @@ truncated, unparsed, too_short, too_long, solution_leak, answer_leak, multiple_c
 multi_part, near_duplicate; `reject_detail` names what a near-duplicate duplicates).
 A generation cut off at max_tokens is rejected as `truncated` whatever it holds. The problem is the text under
 the last `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`).
+A set's `instance` k >= 1 (combine's fill of a small category's budget) puts a variant request into the prompt's
+`{{request}}` ("This is variant k of this concept set: ..."), so a model writes another problem, not the same
+one again. The manifest's `per_category` counts the problems generated, kept and dropped as near-duplicates.
+In an adaptive round (`adapt_round` r >= 1, run by `sws filter`) the sets come from `sws.stages.adapt`: each
+asks for an easier (or harder) problem on the concepts of one that the policy never (or always) solved, and
+the problems of earlier rounds count as near-duplicates too.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from sws.artifacts import (
     read_parquet,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
 )
@@ -67,14 +74,22 @@ def read_reference_problems(path: Path) -> list[str]:
     return [text for text in table[field].cast(pl.Utf8).to_list() if text]
 
 
-def reference_index(cfg: PipelineConfig, run_dir: Path) -> NearDuplicateIndex:
-    """Seed problems and reference (benchmark) problems a generated problem must not duplicate."""
+def earlier_rounds(adapt_round: int) -> list[str]:
+    """The synthetic tables of the rounds before `adapt_round`, whose problems a new one must not repeat."""
+    return [round_name("synthetic", earlier) for earlier in range(adapt_round)]
+
+
+def reference_index(cfg: PipelineConfig, run_dir: Path, adapt_round: int = 0) -> NearDuplicateIndex:
+    """Seed problems, reference (benchmark) problems and earlier rounds' problems a new one must not duplicate."""
     index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
     for problem_id, problem in read_table(run_dir, "problems").select("problem_id", "problem").iter_rows():
         index.add(problem, f"seed:{problem_id}")
     for reference in cfg.synthesize.reference_files:
         for text in read_reference_problems(Path(reference)):
             index.add(text, f"reference:{reference}")
+    for name in earlier_rounds(adapt_round):
+        for syn, problem in read_table(run_dir, name).select("syn_id", "problem").iter_rows():
+            index.add(problem, f"batch:{syn}")
     return index
 
 
@@ -90,41 +105,83 @@ def concepts_text(concepts: list[str]) -> str:
     return "\n".join(f"- {concept}" for concept in concepts)
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+ADAPT_REQUESTS = {
+    "easier": "Write an easier problem on the same concepts than this one, which a student never solved:",
+    "harder": "Write a harder problem on the same concepts than this one, which a student always solved:",
+}
+
+
+def extra_request(set_row: dict) -> str:
+    """The prompt's `{{request}}`: another variant of a concept set (instance k >= 1), an easier or harder
+    problem than a given one (adaptive rounds), or nothing."""
+    if set_row.get("direction"):
+        return f"{ADAPT_REQUESTS[set_row['direction']]}\n{set_row['source_problem']}\n"
+    if set_row["instance"] == 0:
+        return ""
+    return (f"This is variant {set_row['instance'] + 1} of this concept set: use different numbers and wording "
+            "from its other variants.\n")
+
+
+def request_fields(set_row: dict) -> dict:
+    """What the oracle reads of a generation request: the prompt's inputs."""
+    fields = {name: set_row[name] for name in ("category", "level", "instance")} | {
+        "concepts": list(set_row["concepts"])}
+    if set_row.get("direction"):
+        fields |= {"direction": set_row["direction"], "source_problem": set_row["source_problem"]}
+    return fields
+
+
+def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dict]) -> dict[str, dict[str, int]]:
+    """Per category: problems generated, kept, and rejected as near-duplicates of earlier ones."""
+    counts = {category: {"generated": 0, "kept": 0, "near_duplicate": 0} for category in sets["category"]}
+    for category in sets["category"]:
+        counts[category]["generated"] += 1
+    for record in kept:
+        counts[record["category"]]["kept"] += 1
+    for record in rejected:
+        counts[record["category"]]["near_duplicate"] += record["reject_reason"] == "near_duplicate"
+    return counts
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
     run_dir = Path(run_dir)
     synth = cfg.synthesize
     template = load_template("generate", synth.prompt_dir)
     return run_stage(
-        run_dir, STEP,
+        run_dir, round_name(STEP, adapt_round),
         config={
             "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,
             "min_problem_chars": synth.min_problem_chars, "max_problem_tokens": synth.max_problem_tokens,
             "near_duplicate_threshold": synth.near_duplicate_threshold,
             "near_duplicate_min_chars": synth.near_duplicate_min_chars,
         },
-        inputs=[table_path(run_dir, "concept_sets"), table_path(run_dir, "problems"),
-                *(Path(reference) for reference in synth.reference_files)],
-        outputs=[table_path(run_dir, "synthetic"), rejected_path(run_dir, "synthetic")],
-        body=lambda: _generate(cfg, run_dir, template),
+        inputs=[table_path(run_dir, round_name("concept_sets", adapt_round)), table_path(run_dir, "problems"),
+                *(Path(reference) for reference in synth.reference_files),
+                *(table_path(run_dir, name) for name in earlier_rounds(adapt_round))],
+        outputs=[table_path(run_dir, round_name("synthetic", adapt_round)),
+                 rejected_path(run_dir, round_name("synthetic", adapt_round))],
+        body=lambda: _generate(cfg, run_dir, template, adapt_round),
         force=force,
     )
 
 
-def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> StageResult:
+def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_round: int) -> StageResult:
     synth = cfg.synthesize
-    sets = read_table(run_dir, "concept_sets")
-    seen = reference_index(cfg, run_dir)
+    sets_name = round_name("concept_sets", adapt_round)
+    sets = read_table(run_dir, sets_name)
+    seen = reference_index(cfg, run_dir, adapt_round)
     role = cfg.roles.generator
     requests = [
         role_request(
-            role, task="generate", fields={"category": category, "concepts": list(concepts), "level": level},
-            text=template.render({"category": category, "concepts": concepts_text(concepts), "level": level}),
-            n=1, seed=request_seed(cfg.seed, STEP, set_key),
+            role, task="generate", fields=request_fields(row),
+            text=template.render({"category": row["category"], "concepts": concepts_text(row["concepts"]),
+                                  "level": row["level"], "request": extra_request(row)}),
+            n=1, seed=request_seed(cfg.seed, STEP, row["set_id"]),
         )
-        for set_key, category, concepts, level in sets.select("set_id", "category", "concepts", "level").iter_rows()
+        for row in sets.iter_rows(named=True)
     ]
     if not requests:
-        ui.info(f"{STEP}: {table_path(run_dir, 'concept_sets')} is empty; no problems to generate")
+        ui.info(f"{STEP}: {table_path(run_dir, sets_name)} is empty; no problems to generate")
         completions = []
     else:
         with engine_for(role, run_dir) as engine:
@@ -142,6 +199,9 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> S
         else:
             rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
                              "reject_detail": duplicate_of})
-    return write_step_outputs(run_dir, STEP, "synthetic", sets.height, pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
-                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
-                              [completion for answers in completions for completion in answers])
+    result = write_step_outputs(run_dir, STEP, round_name("synthetic", adapt_round), sets.height,
+                                pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
+                                pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
+                                [completion for answers in completions for completion in answers])
+    result.info["per_category"] = per_category_counts(sets, kept, rejected)
+    return result

@@ -27,6 +27,7 @@ from sws.artifacts import (
     StageResult,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
 )
@@ -57,7 +58,8 @@ def student_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
     return role.model_copy(update={"model": str(checkpoint)})
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
+    """Label `rated` (of adaptive round `adapt_round`, see `sws.stages.adapt`) into `labeled`."""
     run_dir = Path(run_dir)
     synth = cfg.synthesize
     template = load_template("label", synth.prompt_dir)
@@ -71,11 +73,13 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         config |= {"student": student.model_dump(mode="json"), "world": cfg.world,
                    "student_samples": synth.student_samples, "student_min_agreement": synth.student_min_agreement}
     return run_stage(
-        run_dir, STEP,
+        run_dir, round_name(STEP, adapt_round),
         config=config,
-        inputs=[table_path(run_dir, "rated"), *([Path(student.model)] if student is not None else [])],
-        outputs=[table_path(run_dir, "labeled"), rejected_path(run_dir, "labeled")],
-        body=lambda: _label(cfg, run_dir, template, student),
+        inputs=[table_path(run_dir, round_name("rated", adapt_round)),
+                *([Path(student.model)] if student is not None else [])],
+        outputs=[table_path(run_dir, round_name("labeled", adapt_round)),
+                 rejected_path(run_dir, round_name("labeled", adapt_round))],
+        body=lambda: _label(cfg, run_dir, template, student, adapt_round),
         force=force,
     )
 
@@ -88,9 +92,10 @@ def teacher_label(answers: list[str | None]) -> tuple[str | None, float]:
     return groups[0].answer, len(groups[0].members) / len(answers)
 
 
-def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student: EngineConfig | None) -> StageResult:
+def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student: EngineConfig | None,
+           adapt_round: int) -> StageResult:
     synth = cfg.synthesize
-    rated = read_table(run_dir, "rated")
+    rated = read_table(run_dir, round_name("rated", adapt_round))
     ids, problems = rated["syn_id"].to_list(), rated["problem"].to_list()
     split = [split_solution(problem) for problem in problems]
     statements, leaked = [statement for statement, _ in split], [solution for _, solution in split]
@@ -101,7 +106,7 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
         for problem_id, statement in zip(ids, statements, strict=True)
     ]
     if not requests:
-        ui.info(f"{STEP}: {table_path(run_dir, 'rated')} is empty; nothing to label")
+        ui.info(f"{STEP}: {table_path(run_dir, round_name('rated', adapt_round))} is empty; nothing to label")
         completions = []
     else:
         with engine_for(cfg.roles.labeler, run_dir) as engine:
@@ -133,7 +138,8 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**rated.schema, **LABEL_SCHEMA}
-    return write_step_outputs(run_dir, STEP, "labeled", rated.height, pl.DataFrame(kept, schema=schema),
+    return write_step_outputs(run_dir, STEP, round_name("labeled", adapt_round), rated.height,
+                              pl.DataFrame(kept, schema=schema),
                               pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}),
                               [completion for samples in completions for completion in samples])
 

@@ -25,6 +25,7 @@ from sws.artifacts import (
     StageResult,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
 )
@@ -68,36 +69,38 @@ def keep_reason(verdicts: list[str], min_perfect_ratio: float, allow_bad: bool) 
     return None
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
+    """Rate `synthetic` (of adaptive round `adapt_round`, see `sws.stages.adapt`) into `rated`."""
     run_dir = Path(run_dir)
     synth = cfg.synthesize
     template = load_template("rate", synth.prompt_dir)
     return run_stage(
-        run_dir, STEP,
+        run_dir, round_name(STEP, adapt_round),
         config={
             "seed": cfg.seed, "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges],
             "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
             "min_perfect_ratio": synth.min_perfect_ratio,
             "allow_bad": synth.allow_bad, "prompt": template.digest,
         },
-        inputs=[table_path(run_dir, "synthetic")],
-        outputs=[table_path(run_dir, "rated"), rejected_path(run_dir, "rated")],
-        body=lambda: _rate(cfg, run_dir, template),
+        inputs=[table_path(run_dir, round_name("synthetic", adapt_round))],
+        outputs=[table_path(run_dir, round_name("rated", adapt_round)),
+                 rejected_path(run_dir, round_name("rated", adapt_round))],
+        body=lambda: _rate(cfg, run_dir, template, adapt_round),
         force=force,
     )
 
 
-def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> StageResult:
+def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_round: int) -> StageResult:
     synth = cfg.synthesize
     if not cfg.roles.judges:
         raise UserError("config field 'roles.judges' is empty; list at least one judge role")
-    synthetic = read_table(run_dir, "synthetic")
+    synthetic = read_table(run_dir, round_name("synthetic", adapt_round))
     ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
     prompts = [template.render({"problem": problem}) for problem in problems]
     judged: list[dict[str, list[Judgement | str]]] = [{} for _ in problems]
     completions: list[Completion] = []
     if not problems:
-        ui.info(f"{STEP}: {table_path(run_dir, 'synthetic')} is empty; nothing to rate")
+        ui.info(f"{STEP}: {table_path(run_dir, round_name('synthetic', adapt_round))} is empty; nothing to rate")
     for index, judge in enumerate(cfg.roles.judges if problems else []):
         name = judge_name(index, judge)
         with engine_for(judge, run_dir) as engine:
@@ -122,7 +125,8 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> Stage
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**synthetic.schema, **SUMMARY_SCHEMA}
-    return write_step_outputs(run_dir, STEP, "rated", synthetic.height, pl.DataFrame(kept, schema=schema),
+    return write_step_outputs(run_dir, STEP, round_name("rated", adapt_round), synthetic.height,
+                              pl.DataFrame(kept, schema=schema),
                               pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}), completions)
 
 

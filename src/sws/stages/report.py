@@ -36,9 +36,9 @@ from sws.artifacts import (
     write_text,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.funnel import FunnelRow, read_funnel
+from sws.funnel import FunnelRow, read_budget_spending, read_funnel
 from sws.plots import bar_chart, line_chart, new_figure, plots_dir, save_figure
-from sws.stages import difficulty, evaluate, mix, synthesize
+from sws.stages import combine, difficulty, evaluate, generate, mix, synthesize
 
 FUNNEL_STEPS = (*synthesize.STEPS, difficulty.STAGE, mix.STEP)
 ORACLE_NOTE = (
@@ -226,7 +226,14 @@ def funnel_section(page: Page) -> Section:
     })
     figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
                        ylabel="rows")
-    return Section(title, page.figure(figure, "funnel") + html_table(table))
+    body = page.figure(figure, "funnel") + html_table(table)
+    spending = read_budget_spending(page.run_dir, combine.STEP, generate.STEP)
+    if spending is not None and spending.height:
+        body += ("<h3>How each category's budget was spent</h3>"
+                 + paragraph("Distinct concept sets first; a category with fewer than its share fills it with "
+                             "its sets at other levels, then with new instances of them (synthesize.fill_budget).")
+                 + html_table(spending))
+    return Section(title, body)
 
 
 JUDGEMENTS_PER_CATEGORY = 2
@@ -270,7 +277,19 @@ def band_section(page: Page) -> Section:
     histogram = plots_dir(page.run_dir) / difficulty.PLOT_NAME
     body = page.image(histogram) if histogram.exists() else ""
     body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
-    return Section(title, body)
+    return Section(title, body + rounds_table(kept))
+
+
+def rounds_table(kept: pl.DataFrame) -> str:
+    """Per category, how many problems each adaptive round added to the band (when there were rounds)."""
+    if "round" not in kept.columns or kept["round"].max() in (None, 0):
+        return ""
+    counts = (kept.group_by("category", "round").len().sort("round")
+              .with_columns(pl.format("round {}", pl.col("round")).alias("added by"))
+              .pivot(on="added by", index="category", values="len", sort_columns=False).fill_null(0).sort("category"))
+    return (paragraph("Problems in the band per category and adaptive round (round 0: the original synthesis; "
+                      "round r: easier or harder problems written from round r - 1's problems that the policy "
+                      "never or always solved; synthesize.adapt_rounds).") + html_table(counts))
 
 
 def curve_name(kind: str) -> str:

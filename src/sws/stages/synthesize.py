@@ -2,7 +2,8 @@
 
 Each sub-step is a stage of its own (manifest `manifests/<step>.json`, skipped when current, resumable from the
 request cache); this module runs the chosen ones in order, with one engine per distinct role setting for the
-whole run (`sws.llm_calls.shared_engines`), and prints the funnel kept in their manifests.
+whole run (`sws.llm_calls.shared_engines`), and prints the funnel kept in their manifests and how each
+category's budget was spent.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sws import ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import FunnelRow, funnel_table, truncation_advice
+from sws.funnel import FunnelRow, dataframe_table, funnel_table, read_budget_spending, truncation_advice
 from sws.llm_calls import shared_engines
 from sws.stages import combine, concepts, generate, label, rate
 
@@ -52,6 +53,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         results = [STEPS[step](cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
     ui.console.print(funnel_table(funnel))
+    spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
+    if spending is not None and spending.height:
+        ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
     for advice in truncation_advice(funnel, MAX_TOKENS_FIELDS):
         ui.info(advice)
     if label.STEP in chosen and funnel[-1].kept == 0:

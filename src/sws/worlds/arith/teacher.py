@@ -21,6 +21,8 @@ from sws.worlds.arith.expressions import Node, Num, evaluate, render
 from sws.worlds.arith.families import (
     CATEGORIES,
     FAMILIES,
+    LEVELS,
+    ArithProblem,
     Family,
     category_concepts,
     families_of,
@@ -65,26 +67,71 @@ def extract_text(problem: str, category: str, k: int, rng: random.Random) -> str
 # ---------------------------------------------------------------- generate
 
 
-def choose_family(category: str, concepts: list[str], level: str, rng: random.Random) -> Family:
-    """The family of `category` covering most of the requested concepts; the requested level breaks ties."""
+def choose_family(category: str, concepts: list[str], level: str, rng: random.Random, instance: int = 0) -> Family:
+    """The family of `category` covering most of the requested concepts; the requested level breaks ties.
+    Variants of one request (`instance` 0, 1, ...) take the equally good families in turn."""
     candidates = families_of(category) if category in CATEGORIES else list(FAMILIES)
     wanted = {" ".join(concept.lower().split()) for concept in concepts}
 
     def score(family: Family) -> float:
         return len(wanted & set(family.concepts)) + 0.5 * (family.level == level)
 
-    best = max(score(family) for family in candidates)
-    return rng.choice([family for family in candidates if score(family) == best])
+    best_score = max(score(family) for family in candidates)
+    best = [family for family in candidates if score(family) == best_score]
+    return best[(rng.randrange(len(best)) + instance) % len(best)]
+
+
+# Draws of the source's family among which an adapted problem with smaller (larger) numbers is chosen.
+NUMBER_DRAWS = 16
+
+
+def source_family(category: str, carried: set[str], level: str) -> Family | None:
+    """The family a problem carrying the concepts `carried` most likely came from: among the families of
+    `category` whose concepts it all carries, one of the requested level first, then the most specific."""
+    matching = [family for family in families_of(category) if set(family.concepts) <= carried]
+    return max(matching, key=lambda family: (family.level == level, len(family.concepts)), default=None)
+
+
+def number_size(problem: ArithProblem) -> int:
+    return sum(int(number) for number in re.findall(r"\d+", problem.problem))
+
+
+def adapted_problem(
+    category: str, concepts: list[str], level: str, direction: str, source_problem: str, rng: random.Random
+) -> tuple[Family, ArithProblem]:
+    """An easier (harder) problem on the concepts of `source_problem`, as a teacher asked for one writes it: a
+    family of the next lower (higher) level that keeps the source's most specific concept (the one the fewest
+    families of the category carry) when there is one, else the source's family with smaller (larger) numbers."""
+    carried = set(solve(source_problem).concepts) & set(category_concepts(category))
+    source = source_family(category, carried, level) or choose_family(category, concepts, level, rng)
+    holders = {concept: sum(concept in family.concepts for family in families_of(category)) for concept in carried}
+    specific = min(sorted(holders), key=holders.__getitem__, default=None)
+    rank = LEVELS.index
+    easier = direction == "easier"
+    others = [family for family in families_of(category) if specific in family.concepts
+              and (rank(family.level) < rank(source.level) if easier else rank(family.level) > rank(source.level))]
+    if others:
+        closest = (max if easier else min)(rank(family.level) for family in others)
+        family = rng.choice([family for family in others if rank(family.level) == closest])
+        return family, sample_problem(family, rng)
+    draws = [sample_problem(source, rng) for _ in range(NUMBER_DRAWS)]
+    return source, (min if easier else max)(draws, key=number_size)
 
 
 def generate_text(
     category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random,
-    run_on: random.Random | None = None,
+    run_on: random.Random | None = None, instance: int = 0, adapt: tuple[str, str] | None = None,
 ) -> str:
     """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates.
-    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`)."""
-    family = choose_family(category, concepts, level, rng)
-    problem = sample_problem(family, rng)
+    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`). Variant `instance`
+    of a request draws its numbers from a stream of its own (`rng` is keyed by it) and takes the next equally
+    good family, as a model asked for another variant writes another problem. `adapt` (direction, source
+    problem) asks for an easier or harder problem than the source (`adapted_problem`)."""
+    if adapt is None:
+        family = choose_family(category, concepts, level, rng, instance)
+        problem = sample_problem(family, rng)
+    else:
+        family, problem = adapted_problem(category, concepts, level, *adapt, rng)
     text = problem.problem
     roll, threshold = rng.random(), 0.0
     for kind in DEFECT_KINDS:

@@ -1,0 +1,76 @@
+"""Difficulty-adaptive regeneration (synthesize.adapt_rounds): the steps of one round, run by `sws filter`.
+
+The difficulty band drops every problem the policy never solves, and those are often the ones on the concepts
+it lacks most. After the policy has scored a round's labeled problems (`sws.stages.difficulty`), round r >= 1
+sends each problem of round r - 1 that it never solved (accuracy 0) back to the generator with its concepts
+and a request for an easier problem than it; with synthesize.adapt_harder, each problem it always solved
+(accuracy 1) asks for a harder one. Those requests are round r's concept sets
+(`adapt/round-<r>/concept_sets.parquet`: the source problem's concepts and level, plus `direction`,
+`source_syn_id` and `source_problem`); generate, rate and label then run on them exactly as on round 0, each a
+stage with its own manifest under `manifests/adapt/round-<r>/`, through the run's request cache, so a killed
+round resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import polars as pl
+
+from sws.artifacts import (
+    STR,
+    StageResult,
+    empty_table,
+    read_table,
+    round_name,
+    run_stage,
+    table_path,
+    write_table,
+)
+from sws.config import PipelineConfig
+from sws.stages import generate, label, rate
+
+STEP = "request"
+REQUEST_COLUMNS = {"direction": STR, "source_syn_id": STR, "source_problem": STR}
+
+
+def adapt_set_id(adapt_round: int, direction: str, source_syn_id: str) -> str:
+    key = "\x1f".join([f"adapt round {adapt_round}", direction, source_syn_id])
+    return "set-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def adapt_requests(scored: pl.DataFrame, adapt_round: int, harder: bool) -> pl.DataFrame:
+    """Round `adapt_round`'s concept sets: an easier problem than each scored one never solved, and with
+    `harder` a harder one than each always solved."""
+    rows = []
+    for row in scored.iter_rows(named=True):
+        direction = "easier" if row["n_correct"] == 0 else "harder" if harder and row["n_correct"] == row["n"] else None
+        if direction is not None:
+            rows.append({"set_id": adapt_set_id(adapt_round, direction, row["syn_id"]), "category": row["category"],
+                         "concepts": row["concepts"], "level": row["level"], "instance": 0, "direction": direction,
+                         "source_syn_id": row["syn_id"], "source_problem": row["problem"]})
+    return pl.DataFrame(rows, schema=empty_table("concept_sets", REQUEST_COLUMNS).schema)
+
+
+def run_requests(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> StageResult:
+    """Write round `adapt_round`'s concept sets from the problems round `adapt_round - 1` scored."""
+    source = round_name("scored", adapt_round - 1)
+    target = round_name("concept_sets", adapt_round)
+
+    def body() -> StageResult:
+        requests = adapt_requests(read_table(run_dir, source), adapt_round, cfg.synthesize.adapt_harder)
+        write_table(run_dir, target, requests)
+        directions = dict(requests["direction"].value_counts().iter_rows())
+        return StageResult(round_name(STEP, adapt_round), rows={target: requests.height},
+                           info={"easier": directions.get("easier", 0), "harder": directions.get("harder", 0)})
+
+    return run_stage(run_dir, round_name(STEP, adapt_round), config={"adapt_harder": cfg.synthesize.adapt_harder},
+                     inputs=[table_path(run_dir, source)], outputs=[table_path(run_dir, target)], body=body,
+                     force=force)
+
+
+def run_round(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> list[StageResult]:
+    """Requests, generate, rate and label of round `adapt_round` (the policy's scoring follows in filter)."""
+    return [run_requests(cfg, run_dir, adapt_round, force),
+            *(step.run(cfg, run_dir, force, adapt_round=adapt_round) for step in (generate, rate, label))]
