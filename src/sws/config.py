@@ -63,7 +63,7 @@ class ArithConfig(Section):
     bootstrap_steps: int = Field(1200, ge=1)
     # Share of the warm start's carrying additions and borrowing subtractions answered with a column
     # misconception (dropped carry, smaller digit from larger); 0 gives a policy without them.
-    misconception_rate: float = Field(0.6, ge=0, le=1)
+    misconception_rate: float = Field(0.15, ge=0, le=1)
 
 
 class PrepareConfig(Section):
