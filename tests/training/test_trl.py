@@ -136,3 +136,16 @@ def test_another_job_in_the_same_folder_starts_over(tiny_policy, tmp_path):
     assert other.resumed_from_step == 0 and forced.resumed_from_step == 0
     assert other.rollouts["step"].to_list() == [1, 1, 2, 2]
     assert json.loads((out_dir / "job.json").read_text())["identity"] == "job-b"
+
+
+@pytest.mark.slow
+def test_micro_batches_smaller_than_the_batch_train_and_log_whole_groups(tiny_policy, tmp_path):
+    cfg = SETTINGS.model_copy(update={"micro_batch_size": 2})  # 8 completions a step: 4 accumulated passes of 2
+
+    outcome = train(make_job(tmp_path / "initial", tiny_policy, steps=2), cfg)
+
+    assert outcome.rollouts.group_by("step").len().sort("step").rows() == [(1, 2), (2, 2)]
+    assert set(outcome.rollouts["n"].to_list()) == {4}
+    assert outcome.curve["step"].to_list() == [1, 2]
+    assert grpo_config(make_job(tmp_path, tiny_policy), cfg).gradient_accumulation_steps == 4
+    AutoModelForCausalLM.from_pretrained(outcome.final_dir)

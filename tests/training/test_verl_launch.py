@@ -75,6 +75,7 @@ def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
     ({"verl": {"mini_batch_size": 300}}, "'train.verl.mini_batch_size' is 300, which does not divide"),
     ({"verl": {"overrides": ["trainer.save_freq=3"]}}, "sets 'trainer.save_freq', which sws sets from train.save_steps"),
     ({"verl": {"overrides": ["trainer.save_freq"]}}, "'trainer.save_freq' is not KEY=VALUE"),
+    ({"micro_batch_size": 4}, "'train.micro_batch_size' is TRL's; verl's micro-batch is train.verl.micro_batch"),
 ])
 def test_setups_verl_cannot_run_are_refused_before_anything_is_written(tmp_path, train, message):
     cfg = load_config(PRESETS[0]).train.model_validate({**load_config(PRESETS[0]).train.model_dump(), **train})
@@ -131,6 +132,6 @@ def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run,
         assert line in printed.stdout
 
 
-def test_dry_run_with_the_trl_trainer_is_one_error_line(math_run):
+def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run):
     result = CliRunner().invoke(app, ["train", "initial", "--run", str(math_run), "--dry-run"])
-    assert result.exit_code == 2 and "--dry-run writes a verl launch" in result.output
+    assert result.exit_code == 2 and "only with train.trl.num_processes > 1" in result.output
