@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from sws.artifacts import write_table
 from sws.cli import app
-from sws.config import TrainConfig
+from sws.config import PipelineConfig, TrainConfig
 from sws.errors import UserError
+from sws.stages.train import side_by_side
 from sws.training import TrainJob
 from sws.training.trl import grpo_config
 from sws.training.trl_devices import check_fit, device_batch
@@ -153,3 +154,8 @@ def test_dry_run_on_several_gpus_writes_the_accelerate_launch_and_the_job_it_run
     assert written.out_dir == out_dir.absolute() and written.steps == 200
     assert (cfg.micro_batch_size, cfg.trl.num_processes) == (2, 2)
     assert not (math_run / "manifests" / "train_initial.json").exists()
+
+
+def test_runs_on_several_gpus_never_train_side_by_side():
+    cfg = PipelineConfig(train={"side_by_side": True, "trl": {"num_processes": 2}})
+    assert not side_by_side(cfg) and side_by_side(cfg.model_copy(update={"train": TrainConfig(side_by_side=True)}))

@@ -162,9 +162,9 @@ def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -
 def side_by_side(cfg: PipelineConfig) -> bool:
     """`train.side_by_side`, or when unset: on a CPU with a core per run (each trains on one torch thread).
 
-    verl runs never train side by side: each takes all the GPUs it is given.
+    verl runs and TRL runs on several GPUs never train side by side: each takes all the GPUs it is given.
     """
-    if cfg.train.trainer == "verl":
+    if cfg.train.trainer == "verl" or cfg.train.trl.num_processes > 1:
         return False
     if cfg.train.side_by_side is not None:
         return cfg.train.side_by_side
