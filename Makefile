@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export ATEN_CPU_CAPABILITY ?= avx2
 export MKL_CBWR ?= AVX2
 
-.PHONY: install install-vllm install-verl install-verl-check test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
+.PHONY: install install-vllm install-verl test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,27 +33,24 @@ $(VENV)/.installed-vllm: $(VENV)/.installed
 
 install-vllm: $(VENV)/.installed-vllm
 
-# verl trains in its own environment (it pins torch 2.11, transformers < 5.11, trl 0.27); GPU machines only.
+# verl trains in its own environment (it pins torch 2.11, transformers < 5.11, trl 0.27). With an NVIDIA GPU
+# (nvidia-smi found): verl with vLLM, FSDP and math-verify, as its extras pin them. Without one: verl 0.9.1 with
+# math-verify on sws's torch and the transformers verl's extras pin, enough to import verl's trainer and check a
+# launch (`launch.sh --cfg job`) and the reward module, not to train; the CPU tests use it (.ci/run builds it).
 VERL_VERSION := 0.9.1
 VERL_VENV ?= .venv-verl
 
 $(VERL_VENV)/.installed:
 	$(PY) -m venv $(VERL_VENV)
 	$(VERL_VENV)/bin/pip install -q --upgrade pip
-	$(VERL_VENV)/bin/pip install -q 'verl[vllm,fsdp,math]==$(VERL_VERSION)'
+	if command -v nvidia-smi >/dev/null; then \
+		$(VERL_VENV)/bin/pip install -q 'verl[vllm,fsdp,math]==$(VERL_VERSION)'; \
+	else \
+		$(VERL_VENV)/bin/pip install -q torch==2.13.0 'verl[math]==$(VERL_VERSION)' transformers==5.9.0; \
+	fi
 	touch $@
 
 install-verl: $(VERL_VENV)/.installed
-
-# What the CPU tests need of verl: its wheel (Hydra trainer config) without dependencies, hydra-core, and
-# math-verify for the reward module; the tests that use it are skipped without it.
-.venv-verl-check/.installed:
-	$(PY) -m venv .venv-verl-check
-	.venv-verl-check/bin/pip install -q --no-deps verl==$(VERL_VERSION)
-	.venv-verl-check/bin/pip install -q hydra-core omegaconf math-verify
-	touch $@
-
-install-verl-check: .venv-verl-check/.installed
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -220,8 +220,8 @@ def train(
     config: PipelineOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Start over instead of resuming or skipping.")] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="verl: write the launch (data, reward, overrides, launch.sh) and "
-                           "print its command without running it.")
+        bool, typer.Option("--dry-run", help="verl, or TRL on several GPUs: write the launch (train/KIND/launch.sh "
+                           "and its inputs) and print its command without running it.")
     ] = False,
 ) -> None:
     """GRPO-train a policy: initial on the seed set, augmented or baseline continuing from the initial one."""

@@ -176,6 +176,16 @@ class VerlConfig(Section):
     overrides: list[str] = Field(default_factory=list)
 
 
+class TrlConfig(Section):
+    """`train.trainer: trl` on GPUs: how many processes train (one per GPU) and the memory a device offers."""
+
+    # More than 1: `sws train` runs TRL with `accelerate launch --multi_gpu --num_processes N` (launch.sh).
+    num_processes: int = Field(1, ge=1)
+    # GB (1e9 bytes) per device for the check that a micro-batch fits; None: CUDA device 0's free memory, or no
+    # check on a CPU.
+    device_memory_gb: float | None = Field(None, gt=0)
+
+
 class TrainConfig(Section):
     """`sws train`: GRPO settings (TRL or verl); `extra` passes further `trl.GRPOConfig` fields through unchanged."""
 
@@ -191,6 +201,10 @@ class TrainConfig(Section):
     num_generations: int = Field(8, ge=2)
     # Constant (no decay). On the arith tiny policy 1e-4 raises greedy accuracy; 5e-4 lowers it.
     learning_rate: float = Field(1e-4, gt=0)
+    # TRL: completions per device per forward/backward pass; gradient accumulation makes up the step's
+    # batch_size x num_generations completions. None: each device's whole share in one pass. (verl's is
+    # train.verl.micro_batch_size_per_gpu.)
+    micro_batch_size: int | None = Field(None, ge=1)
     max_completion_length: int = Field(24, ge=1)
     temperature: float = Field(1.0, gt=0)
     beta: float = Field(0.0, ge=0)
@@ -199,6 +213,7 @@ class TrainConfig(Section):
     # Train augmented and baseline at once, one process each. None: yes on a CPU with a core per run.
     side_by_side: bool | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    trl: TrlConfig = Field(default_factory=TrlConfig)
     verl: VerlConfig = Field(default_factory=VerlConfig)
 
 

@@ -37,7 +37,7 @@ def test_reward_logs_one_row_per_rollout_group_under_the_step_it_feeds(tmp_path)
     rewards = reward(
         prompts=["1+1\n"] * 3 + ["3*3\n"] * 3, completions=completions,
         answer=["2"] * 3 + ["9"] * 3, problem_id=["a"] * 3 + ["b"] * 3,
-        trainer_state=SimpleNamespace(global_step=4),
+        trainer_state=SimpleNamespace(global_step=4, is_world_process_zero=True),
     )
     log.flush()
 
@@ -45,9 +45,32 @@ def test_reward_logs_one_row_per_rollout_group_under_the_step_it_feeds(tmp_path)
     assert log.table().rows() == [(5, "a", 3, 2), (5, "b", 3, 3)]
 
 
-def test_reward_refuses_groups_that_mix_problems(tmp_path):
+def test_a_group_split_between_device_slices_is_logged_as_one_row(tmp_path):
+    # Two processes' slices, gathered in process order: each holds part of each group.
+    log = RolloutLog(tmp_path / "rollouts")
+    reward = CorrectnessReward(log, group_size=2)
+
+    reward(prompts=["x"] * 4, completions=["\\boxed{1}", "\\boxed{2}", "\\boxed{1}", "\\boxed{2}"],
+           answer=["1", "2", "1", "2"], problem_id=["a", "b", "a", "b"],
+           trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))
+    log.flush()
+
+    assert log.table().rows() == [(1, "a", 2, 2), (1, "b", 2, 2)]
+
+
+def test_only_the_main_process_logs_rollouts(tmp_path):
+    log = RolloutLog(tmp_path / "rollouts")
+    rewards = CorrectnessReward(log, group_size=2)(
+        prompts=["x"] * 2, completions=["\\boxed{1}", "\\boxed{3}"], answer=["1", "1"], problem_id=["a", "a"],
+        trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=False))
+    log.flush()
+
+    assert rewards == [1.0, 0.0] and log.table().height == 0
+
+
+def test_reward_refuses_a_batch_that_is_not_whole_groups(tmp_path):
     reward = CorrectnessReward(RolloutLog(tmp_path / "rollouts"), group_size=2)
 
-    with pytest.raises(RuntimeError, match="mixes problems"):
+    with pytest.raises(RuntimeError, match="problem a has 1 completions in a step, not one group of 2"):
         reward(prompts=["x"] * 2, completions=["\\boxed{1}"] * 2, answer=["1", "1"], problem_id=["a", "b"],
-               trainer_state=SimpleNamespace(global_step=0))
+               trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))

@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import polars as pl
 import pytest
@@ -7,7 +9,9 @@ from transformers import AutoModelForCausalLM
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.training import TrainJob, train
+from sws.training.rollout_log import RolloutLog
 from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
+from sws.training.trl_launch import job_file, log_history_file, write_launch
 from sws.worlds.arith import build_policy, generate_problems
 
 SETTINGS = TrainConfig(batch_size=2, num_generations=4, max_completion_length=8, save_steps=2)
@@ -136,3 +140,31 @@ def test_another_job_in_the_same_folder_starts_over(tiny_policy, tmp_path):
     assert other.resumed_from_step == 0 and forced.resumed_from_step == 0
     assert other.rollouts["step"].to_list() == [1, 1, 2, 2]
     assert json.loads((out_dir / "job.json").read_text())["identity"] == "job-b"
+
+
+@pytest.mark.slow
+def test_micro_batches_smaller_than_the_batch_train_and_log_whole_groups(tiny_policy, tmp_path):
+    cfg = SETTINGS.model_copy(update={"micro_batch_size": 2})  # 8 completions a step: 4 accumulated passes of 2
+
+    outcome = train(make_job(tmp_path / "initial", tiny_policy, steps=2), cfg)
+
+    assert outcome.rollouts.group_by("step").len().sort("step").rows() == [(1, 2), (2, 2)]
+    assert set(outcome.rollouts["n"].to_list()) == {4}
+    assert outcome.curve["step"].to_list() == [1, 2]
+    assert grpo_config(make_job(tmp_path, tiny_policy), cfg).gradient_accumulation_steps == 4
+    AutoModelForCausalLM.from_pretrained(outcome.final_dir)
+
+
+@pytest.mark.slow
+def test_a_worker_process_trains_the_job_written_for_it(tiny_policy, tmp_path):
+    # What each `accelerate launch` process runs, here as the only process (several need several GPUs).
+    job = make_job(tmp_path / "initial", tiny_policy, steps=2)
+    write_launch(job, SETTINGS)
+
+    subprocess.run([sys.executable, "-m", "sws.training.trl_worker", str(job_file(job.out_dir))], check=True,
+                   capture_output=True)
+
+    history = json.loads(log_history_file(job.out_dir).read_text())
+    assert training_curve(history)["step"].to_list() == [1, 2]
+    assert RolloutLog(job.out_dir / "rollouts").table().group_by("step").len().sort("step").rows() == [(1, 2), (2, 2)]
+    AutoModelForCausalLM.from_pretrained(job.out_dir / "final")

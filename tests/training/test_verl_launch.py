@@ -17,10 +17,8 @@ from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides
 
 REPO = Path(__file__).parents[2]
 PRESETS = sorted(path for path in (REPO / "pipelines").glob("*.yaml") if load_config(path).train.trainer == "verl")
-CHECK_PYTHON = REPO / ".venv-verl-check" / "bin" / "python"
 VERL_PYTHON = REPO / ".venv-verl" / "bin" / "python"
-needs_verl_wheel = pytest.mark.skipif(not CHECK_PYTHON.is_file(),
-                                      reason="needs the verl wheel and hydra-core: run `make install-verl-check`")
+needs_verl = pytest.mark.skipif(not VERL_PYTHON.is_file(), reason="needs verl's environment: run `make install-verl`")
 
 
 def problems(n: int) -> pl.DataFrame:
@@ -34,11 +32,11 @@ def job(out_dir: Path, n_problems: int = 2048) -> TrainJob:
 
 
 def compose(overrides: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CHECK_PYTHON), str(Path(__file__).parent / "verl_compose.py")],
+    return subprocess.run([str(VERL_PYTHON), str(Path(__file__).parent / "verl_compose.py")],
                           input=json.dumps(overrides), capture_output=True, text=True)
 
 
-@needs_verl_wheel
+@needs_verl
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda path: path.name)
 def test_every_verl_preset_composes_against_verls_own_config(preset, tmp_path):
     overrides = verl_overrides(job(tmp_path), load_config(preset).train, VerlLayout(tmp_path))
@@ -53,7 +51,7 @@ def test_every_verl_preset_composes_against_verls_own_config(preset, tmp_path):
                                                           "name": "compute_score"}
 
 
-@needs_verl_wheel
+@needs_verl
 def test_a_misspelled_override_fails_to_compose(tmp_path):
     cfg = load_config(PRESETS[0]).train
     cfg.verl.overrides = [*cfg.verl.overrides, "actor_rollout_ref.actor.optim.lrr=1e-6"]
@@ -77,6 +75,7 @@ def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
     ({"verl": {"mini_batch_size": 300}}, "'train.verl.mini_batch_size' is 300, which does not divide"),
     ({"verl": {"overrides": ["trainer.save_freq=3"]}}, "sets 'trainer.save_freq', which sws sets from train.save_steps"),
     ({"verl": {"overrides": ["trainer.save_freq"]}}, "'trainer.save_freq' is not KEY=VALUE"),
+    ({"micro_batch_size": 4}, "'train.micro_batch_size' is TRL's; verl's micro-batch is train.verl.micro_batch"),
 ])
 def test_setups_verl_cannot_run_are_refused_before_anything_is_written(tmp_path, train, message):
     cfg = load_config(PRESETS[0]).train.model_validate({**load_config(PRESETS[0]).train.model_dump(), **train})
@@ -118,18 +117,21 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
     assert not (layout.checkpoints).exists()
 
 
-@pytest.mark.skipif(not VERL_PYTHON.is_file(), reason="needs verl's full environment: run `make install-verl`")
-@pytest.mark.parametrize("kind", ["initial", "augmented", "baseline"])
-def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run, kind):
-    CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
-                             "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+@needs_verl
+@pytest.mark.parametrize(("kind", "steps"), [("initial", 200), ("augmented", 400), ("baseline", 400)])
+def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run, kind, steps, monkeypatch):
+    monkeypatch.chdir(REPO)  # the preset's train.verl.python, .venv-verl/bin/python, is taken from here
+    written = CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
+                                       "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+    assert written.exit_code == 0 and written.stdout.startswith(f"{VERL_PYTHON} -m verl.trainer.main_ppo")
     launch = math_run / "train" / kind / "launch.sh"
-    launch.write_text(launch.read_text().replace(".venv-verl/bin/python", str(VERL_PYTHON)))
     printed = subprocess.run(["bash", str(launch), "--cfg", "job"], capture_output=True, text=True, timeout=300)
     assert printed.returncode == 0, printed.stderr[-2000:]
-    assert "use_v1: false" in printed.stdout
+    model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
+    for line in ("use_v1: false", "train_batch_size: 1024", f"path: {model}", f"total_training_steps: {steps}"):
+        assert line in printed.stdout
 
 
-def test_dry_run_with_the_trl_trainer_is_one_error_line(math_run):
+def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run):
     result = CliRunner().invoke(app, ["train", "initial", "--run", str(math_run), "--dry-run"])
-    assert result.exit_code == 2 and "--dry-run writes a verl launch" in result.output
+    assert result.exit_code == 2 and "only with train.trl.num_processes > 1" in result.output

@@ -10,7 +10,7 @@ from sws.grading import DEFAULT_DEADLINE_S
 from sws.training.verl_launch import reward_module_source
 from sws.training.verl_reward import compute_score
 
-CHECK_PYTHON = Path(__file__).parents[2] / ".venv-verl-check" / "bin" / "python"
+VERL_PYTHON = Path(__file__).parents[2] / ".venv-verl" / "bin" / "python"
 
 
 def load_generated_reward(tmp_path: Path):
@@ -60,7 +60,7 @@ def test_called_from_threads_it_grades_math_answers_and_meets_its_deadline_on_ho
     assert elapsed < 2 * (DEFAULT_DEADLINE_S + 10) + 10, elapsed
 
 
-@pytest.mark.skipif(not CHECK_PYTHON.is_file(), reason="needs .venv-verl-check: run `make install-verl-check`")
+@pytest.mark.skipif(not VERL_PYTHON.is_file(), reason="needs verl's environment: run `make install-verl`")
 def test_the_generated_module_imports_in_an_environment_without_sws_dependencies(tmp_path):
     (tmp_path / "reward.py").write_text(reward_module_source())
     script = ("import importlib.util, sys\n"
@@ -68,6 +68,6 @@ def test_the_generated_module_imports_in_an_environment_without_sws_dependencies
               "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
               "print(m.compute_score('math', 'so \\\\boxed{\\\\frac{2}{4}}', '0.5', {'problem_id': 'p'}))\n"
               "assert 'polars' not in sys.modules and 'pydantic' not in sys.modules\n")
-    result = subprocess.run([str(CHECK_PYTHON), "-c", script], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(VERL_PYTHON), "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "{'score': 1.0, 'acc': True, 'problem_id': 'p'}"

@@ -1,7 +1,7 @@
 """Compose Hydra overrides (a JSON list on stdin) against the installed verl's own trainer config, as
 `python -m verl.trainer.main_ppo` does before it starts; exit 1 with Hydra's message when one does not fit.
 
-Run with the Python of an environment holding the verl wheel and hydra-core (`make install-verl-check`).
+Run with the Python of verl's environment (`make install-verl`).
 """
 
 import importlib.util
@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 overrides = json.load(sys.stdin)
-# Found without importing verl, whose package imports torch and more that this environment need not have.
+# Found without importing verl, which is slow to import.
 config_dir = Path(importlib.util.find_spec("verl").submodule_search_locations[0]) / "trainer" / "config"
 try:
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):

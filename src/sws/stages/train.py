@@ -8,7 +8,8 @@
 
 Each run also writes its curve (`train/<kind>/curve.parquet`); augmented and baseline keep their rollout logs
 in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun. With
-`train.trainer: verl`, `dry_run` writes a run's verl launch (`train/<kind>/launch.sh`) without running it.
+`train.trainer: verl`, or TRL on several GPUs, `dry_run` writes a run's launch (`train/<kind>/launch.sh`)
+without running it.
 """
 
 from __future__ import annotations
@@ -89,8 +90,12 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
     init_model = _init_model(cfg, run_dir, kind, config_file)
     out_dir = run_dir / "train" / kind
     rollouts_name = "rollouts" if kind == "initial" else f"train/{kind}/rollouts"
-    # TRL runs leave `train.verl` out, so verl settings do not invalidate them.
-    not_deciding = {*STEP_FIELDS.values(), "side_by_side", *(("verl",) if cfg.train.trainer == "trl" else ())}
+    # A run's identity leaves out the other trainer's settings, and the memory the fit check assumes.
+    not_deciding: dict[str, Any] = {field: True for field in (*STEP_FIELDS.values(), "side_by_side")}
+    if cfg.train.trainer == "trl":
+        not_deciding |= {"verl": True, "trl": {"device_memory_gb"}}
+    else:
+        not_deciding |= {"trl": True, "micro_batch_size": True}
     stage_config: dict[str, Any] = {
         "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
         "train": cfg.train.model_dump(mode="json", exclude=not_deciding),
@@ -133,13 +138,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "in
 
 
 def dry_run(cfg: PipelineConfig, run_dir: Path, kind: str = "initial") -> str:
-    """Write the `kind` run's verl launch without running it; return its command."""
+    """Write the `kind` run's launch (verl, or TRL on several GPUs) without running it; return its command."""
     stage = plan(cfg, Path(run_dir), kind)
-    trainer = trainer_module(cfg.train)
-    if not hasattr(trainer, "prepare"):
-        raise UserError(f"{stage.config_file}: --dry-run writes a verl launch, but field 'train.trainer' is "
-                        f"'{cfg.train.trainer}', which trains in-process; set it to 'verl'")
-    return trainer.prepare(stage.job(cfg), cfg.train)
+    return trainer_module(cfg.train).prepare(stage.job(cfg), cfg.train)
 
 
 def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> list[StageResult]:
@@ -162,9 +163,9 @@ def run_continuations(cfg: PipelineConfig, run_dir: Path, force: bool = False) -
 def side_by_side(cfg: PipelineConfig) -> bool:
     """`train.side_by_side`, or when unset: on a CPU with a core per run (each trains on one torch thread).
 
-    verl runs never train side by side: each takes all the GPUs it is given.
+    verl runs and TRL runs on several GPUs never train side by side: each takes all the GPUs it is given.
     """
-    if cfg.train.trainer == "verl":
+    if cfg.train.trainer == "verl" or cfg.train.trl.num_processes > 1:
         return False
     if cfg.train.side_by_side is not None:
         return cfg.train.side_by_side

@@ -6,7 +6,8 @@ from the latest complete checkpoint in `<out_dir>/checkpoints` when it finds one
 Layout of `out_dir` (`<run>/train/<kind>`): `checkpoints/checkpoint-<step>/` (resume points),
 `rollouts/from-step-*.parquet` (rollout log shards), `job.json` (which job the checkpoints belong to),
 `final/` (the trained model, a Hugging Face folder), `progress.json` (step, total and a rate line, rewritten
-every step, for whoever shows the progress of a run in another process).
+every step, for whoever shows the progress of a run in another process), and `launch.sh` for a trainer that runs
+as a subprocess (verl; TRL on several GPUs): the exact command, which `sws train` runs.
 
 This package imports nothing beyond the standard library at load time: the verl reward module
 (`sws.training.verl_reward`) is imported inside verl's own environment, which has none of sws's dependencies.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import shlex
 import shutil
 import warnings
 from collections.abc import Iterable
@@ -68,6 +70,23 @@ def final_dir(out_dir: Path) -> Path:
 
 def progress_path(out_dir: Path) -> Path:
     return Path(out_dir) / "progress.json"
+
+
+def launch_script_path(out_dir: Path) -> Path:
+    return Path(out_dir) / "launch.sh"
+
+
+def write_launch_script(out_dir: Path, comment: str, command: list[str]) -> Path:
+    """`<out_dir>/launch.sh`: `command` (then the script's own arguments), with `comment` lines on top."""
+    from sws.artifacts import write_text
+
+    path = launch_script_path(out_dir)
+    lines = " \\\n    ".join(shlex.quote(part) for part in command)
+    comments = "".join(f"# {line}\n" for line in comment.splitlines())
+    write_text(path, f"#!/usr/bin/env bash\n{comments}set -euo pipefail\nexport PYTHONUNBUFFERED=1\n"
+                     f"exec {lines} \\\n    \"$@\"\n")
+    path.chmod(0o755)
+    return path
 
 
 def start_or_resume(job: TrainJob, force: bool, leftovers: Iterable[Path]) -> None:

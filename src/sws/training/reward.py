@@ -44,11 +44,13 @@ def completion_text(completion: str | list[dict[str, str]]) -> str:
 
 
 class CorrectnessReward:
-    """A TRL reward function that also logs one rollout row per group of `group_size` completions.
+    """A TRL reward function that also logs one rollout row per problem of the generation batch.
 
-    TRL calls it with the batch's dataset columns (`answer`, `problem_id`) and the trainer state; each run of
-    `group_size` consecutive completions is one prompt's rollout group. The rows are logged under step
-    `global_step + 1`, the optimizer step these rollouts feed.
+    TRL calls it with the batch's dataset columns (`answer`, `problem_id`) and the trainer state, once per
+    generation batch (all of a step's completions). With several processes each holds a slice, and a prompt's
+    group of `group_size` completions may be split between them; the verdicts are gathered, and the main
+    process logs each problem's completions and correct ones under step `global_step + 1`, the optimizer step
+    these rollouts feed. A generation batch draws every problem at most once.
     """
 
     __name__ = "correct"
@@ -61,11 +63,24 @@ class CorrectnessReward:
         self, prompts: list[Any], completions: list[Any], answer: list[str], problem_id: list[str],
         trainer_state: Any, **_: Any,
     ) -> list[float]:
+        from accelerate.utils import gather_object
+
         verdicts = grade_completions(answer, [completion_text(completion) for completion in completions])
-        step = trainer_state.global_step + 1
-        for start in range(0, len(verdicts), self.group_size):
-            group = problem_id[start:start + self.group_size]
-            if len(set(group)) != 1:
-                raise RuntimeError(f"rollout group at {start} mixes problems {sorted(set(group))}")
-            self.log.record(step, group[0], len(group), sum(verdicts[start:start + self.group_size]))
+        everyones = gather_object(list(zip(problem_id, verdicts, strict=True)))
+        if trainer_state.is_world_process_zero:
+            step = trainer_state.global_step + 1
+            for problem, (n, n_correct) in _tally(everyones).items():
+                if n != self.group_size:
+                    raise RuntimeError(f"problem {problem} has {n} completions in a step, not one group of "
+                                       f"{self.group_size}")
+                self.log.record(step, problem, n, n_correct)
         return [float(verdict) for verdict in verdicts]
+
+
+def _tally(verdicts: list[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
+    """Completions and correct ones per problem, in order of first appearance."""
+    counts: dict[str, tuple[int, int]] = {}
+    for problem, correct in verdicts:
+        n, n_correct = counts.get(problem, (0, 0))
+        counts[problem] = (n + 1, n_correct + int(correct))
+    return counts

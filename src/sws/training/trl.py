@@ -1,14 +1,20 @@
-"""The `trl` trainer: `trl.GRPOTrainer` on one node (CPU or GPU), with the rollout log, a progress bar and resume.
+"""The `trl` trainer: `trl.GRPOTrainer` on one node (CPU or GPUs), with the rollout log, a progress bar and resume.
 
 On CPU it trains with `use_cpu=True`, fp32 and one torch thread (more threads are several times slower for
 tiny models on small machines). Checkpoints go to `<out_dir>/checkpoints` every `save_steps`; a rerun of the
-same job resumes from the latest complete one.
+same job resumes from the latest complete one. Micro-batches, gradient accumulation and the check that a
+micro-batch fits a device are `sws.training.trl_devices`'. With `train.trl.num_processes` > 1 the training
+runs in `accelerate launch` worker processes (`sws.training.trl_launch`); this process prepares the folder
+before and collects the rollout log, the curve and `final/` after.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shlex
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,7 @@ from sws.training import (
     TrainJob,
     TrainOutcome,
     final_dir,
+    launch_script_path,
     progress_path,
     replace_dir,
     staging_dir,
@@ -35,6 +42,8 @@ from sws.training import (
 )
 from sws.training.reward import CorrectnessReward
 from sws.training.rollout_log import RolloutLog
+from sws.training.trl_devices import check_fit, device_batch, require_gpus
+from sws.training.trl_launch import log_history_file, write_launch
 
 # TrainerState.log_history keys kept in the curve, under the curve's column names.
 CURVE_COLUMNS = {
@@ -50,43 +59,30 @@ CURVE_COLUMNS = {
 }
 # Settings sws decides; `train.extra` may set any other GRPOConfig field.
 MANAGED_FIELDS = {
-    "output_dir", "max_steps", "per_device_train_batch_size", "num_generations", "learning_rate",
+    "output_dir", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "generation_batch_size",
+    "steps_per_generation", "num_generations", "learning_rate",
     "max_completion_length", "temperature", "beta", "save_steps", "use_vllm", "seed",
 }
 
 
 def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
-    args = grpo_config(job, cfg)
-    if args.use_cpu:
-        torch.set_num_threads(1)
-    dataset = grpo_dataset(job.problems, job.world)
-    tokenizer = load_tokenizer(job.init_model)
+    refuse_what_cannot_run(job, cfg)
+    if cfg.trl.num_processes > 1:
+        require_gpus(cfg, job.config_file)
     log = RolloutLog(job.out_dir / "rollouts")
     resume_from, resume_step = _prepare_out_dir(job, log, force)
     started = time.perf_counter()
     if resume_from is not None and resume_step >= job.steps:
         # transformers would take one more step from a checkpoint at max_steps; the run is already done.
         ui.info(f"train {job.name}: all {job.steps} steps done ({resume_from})")
-        model = AutoModelForCausalLM.from_pretrained(resume_from)
+        _save_final(AutoModelForCausalLM.from_pretrained(resume_from), load_tokenizer(job.init_model),
+                    final_dir(job.out_dir))
         log_history = TrainerState.load_from_json(str(resume_from / "trainer_state.json")).log_history
+    elif cfg.trl.num_processes == 1:
+        log_history = run_training(job, cfg)
     else:
-        trainer = GRPOTrainer(
-            model=str(job.init_model),
-            reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            callbacks=[FlushRolloutsBeforeCheckpoint(log),
-                       TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
-        )
-        _drop_console_printers(trainer)
-        if resume_from is not None:
-            ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
-        model, log_history = trainer.accelerator.unwrap_model(trainer.model), trainer.state.log_history
+        log_history = _run_launch(job, cfg)
     seconds = time.perf_counter() - started
-    log.flush()
-    _save_final(model, tokenizer, final_dir(job.out_dir))
     return TrainOutcome(
         final_dir=final_dir(job.out_dir),
         rollouts=log.table(),
@@ -96,6 +92,63 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
     )
 
 
+def prepare(job: TrainJob, cfg: TrainConfig) -> str:
+    """Write the launch of a run on several GPUs without running it; return its command, as one shell line."""
+    if cfg.trl.num_processes == 1:
+        raise UserError(f"{job.config_file}: --dry-run writes a launch script, which field 'train.trainer' 'trl' "
+                        "has only with train.trl.num_processes > 1 (it trains in-process); set one of them")
+    refuse_what_cannot_run(job, cfg)
+    return shlex.join(write_launch(job, cfg))
+
+
+def refuse_what_cannot_run(job: TrainJob, cfg: TrainConfig) -> None:
+    """UserError, before anything is written, for settings TRL rejects or a micro-batch no device can hold."""
+    grpo_config(job, cfg)
+    check_fit(cfg, job.init_model, device_batch(cfg, job.config_file), job.config_file)
+
+
+def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None:
+    """Train from the latest checkpoint in the job's folder (prepared by `train`) to `job.steps`.
+
+    The main process saves `final/` and returns TRL's log history; other processes of a multi-GPU run, None.
+    """
+    args = grpo_config(job, cfg)
+    if args.use_cpu:
+        torch.set_num_threads(1)
+    tokenizer = load_tokenizer(job.init_model)
+    log = RolloutLog(job.out_dir / "rollouts")
+    resume_from, resume_step = latest_checkpoint(job.out_dir / "checkpoints")
+    trainer = GRPOTrainer(
+        model=str(job.init_model),
+        reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
+        args=args,
+        train_dataset=grpo_dataset(job.problems, job.world),
+        processing_class=tokenizer,
+        callbacks=[FlushRolloutsBeforeCheckpoint(log),
+                   TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
+    )
+    _drop_console_printers(trainer)
+    if resume_from is not None and trainer.is_world_process_zero():
+        ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+    if not trainer.is_world_process_zero():
+        return None
+    log.flush()
+    _save_final(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final_dir(job.out_dir))
+    return trainer.state.log_history
+
+
+def _run_launch(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]]:
+    """Run the job in `accelerate launch` workers (their output goes to this terminal); return the log history."""
+    launch = write_launch(job, cfg)
+    ui.info(f"train {job.name}: {cfg.trl.num_processes} processes: {shlex.join(launch)}")
+    code = subprocess.run(["bash", str(launch_script_path(job.out_dir))], check=False).returncode
+    if code != 0:
+        raise UserError(f"accelerate exited with code {code} in the {job.name} run (rerun `sws train {job.name}` "
+                        f"to resume from the last checkpoint)")
+    return json.loads(log_history_file(job.out_dir).read_text())
+
+
 def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
     """The GRPOConfig of a job; unknown `train.extra` fields raise UserError before anything is written."""
     known = {field.name for field in dataclasses.fields(GRPOConfig)}
@@ -103,6 +156,7 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
         if name not in known or name in MANAGED_FIELDS:
             why = "is set by sws from train.*" if name in known else "is not a trl.GRPOConfig field"
             raise UserError(f"{job.config_file}: field 'train.extra.{name}' {why}; remove it or check its spelling")
+    batch = device_batch(cfg, job.config_file)
     on_cpu = not torch.cuda.is_available()
     settings: dict[str, Any] = {
         "use_cpu": on_cpu,
@@ -117,7 +171,10 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
         **cfg.extra,
         "output_dir": str(job.out_dir / "checkpoints"),
         "max_steps": job.steps,
-        "per_device_train_batch_size": cfg.batch_size * cfg.num_generations,
+        "per_device_train_batch_size": batch.micro_batch_size,
+        "gradient_accumulation_steps": batch.accumulation_steps,
+        # One generation per optimizer step, of all its completions over all processes.
+        "generation_batch_size": cfg.batch_size * cfg.num_generations,
         "num_generations": cfg.num_generations,
         "learning_rate": cfg.learning_rate,
         "max_completion_length": cfg.max_completion_length,
@@ -238,6 +295,9 @@ class TrainProgress(TrainerCallback):
         self.reward: float | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.shown = state.is_world_process_zero  # one bar for a run on several GPUs
+        if not self.shown:
+            return
         self.bar = ui.progress_bar()
         self.bar.start()
         self.task = self.bar.add_task(self.description, total=state.max_steps, completed=state.global_step, rate="")
@@ -253,6 +313,8 @@ class TrainProgress(TrainerCallback):
         self._show(state.global_step, state.max_steps)
 
     def _show(self, step: int, total: int) -> None:
+        if not self.shown:
+            return
         per_step = (time.perf_counter() - self.started) / max(1, step - self.first_step)
         reward = "" if self.reward is None else f"reward {self.reward:.2f} · "
         rate = f"{reward}{per_step:.2f} s/step"
@@ -260,4 +322,5 @@ class TrainProgress(TrainerCallback):
         write_json(self.status_file, {"step": step, "total": total, "rate": rate})
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self.bar.stop()
+        if self.shown:
+            self.bar.stop()

@@ -14,7 +14,6 @@ verl writes `checkpoints/` (FSDP, `global_step_<n>/actor`), `rollout_data/<step>
 from __future__ import annotations
 
 import math
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import sws
 from sws.artifacts import write_parquet, write_text
 from sws.config import TrainConfig
 from sws.errors import UserError
-from sws.training import TrainJob
+from sws.training import TrainJob, launch_script_path, write_launch_script
 from sws.training.verl_dataset import verl_table
 
 ENTRY_POINT = "verl.trainer.main_ppo"
@@ -78,7 +77,7 @@ class VerlLayout:
 
     @property
     def launch_script(self) -> Path:
-        return self.out_dir / "launch.sh"
+        return launch_script_path(self.out_dir)
 
     @property
     def checkpoints(self) -> Path:
@@ -114,8 +113,10 @@ def write_launch(job: TrainJob, cfg: TrainConfig) -> list[str]:
     write_parquet(verl_table(job.problems, job.world, "train"), layout.data)
     write_text(layout.reward_module, reward_module_source())
     write_text(layout.overrides_file, "".join(f"{override}\n" for override in overrides))
-    write_text(layout.launch_script, launch_script(job, command))
-    layout.launch_script.chmod(0o755)
+    write_launch_script(job.out_dir, (
+        f"verl GRPO run '{job.name}' ({job.steps} steps), written by `sws train {job.name}`, which runs this file.\n"
+        "Submit it as it is to run elsewhere; arguments are passed to verl (`--cfg job` prints the config)."
+    ), command)
     return command
 
 
@@ -126,6 +127,9 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
     if n_problems < cfg.batch_size:
         raise UserError(f"{job.config_file}: field 'train.batch_size' is {cfg.batch_size}, more than the "
                         f"{n_problems} problems of the {job.name} run; lower it (verl drops incomplete batches)")
+    if cfg.micro_batch_size is not None:
+        raise UserError(f"{job.config_file}: field 'train.micro_batch_size' is TRL's; verl's micro-batch is "
+                        "train.verl.micro_batch_size_per_gpu, so remove it")
     mini_batch = verl.mini_batch_size or cfg.batch_size
     if cfg.batch_size % mini_batch:
         raise UserError(f"{job.config_file}: field 'train.verl.mini_batch_size' is {mini_batch}, which does not "
@@ -204,18 +208,6 @@ def reward_module_source() -> str:
 
 def launch_command(python: Path, overrides: list[str]) -> list[str]:
     return [str(python), "-m", ENTRY_POINT, *overrides]
-
-
-def launch_script(job: TrainJob, command: list[str]) -> str:
-    lines = " \\\n    ".join(shlex.quote(part) for part in command)
-    return (
-        "#!/usr/bin/env bash\n"
-        f"# verl GRPO run '{job.name}' ({job.steps} steps), written by `sws train {job.name}`, which runs this file.\n"
-        "# Submit it as it is to run elsewhere; arguments are passed to verl (`--cfg job` prints the config).\n"
-        "set -euo pipefail\n"
-        "export PYTHONUNBUFFERED=1\n"
-        f"exec {lines} \\\n    \"$@\"\n"
-    )
 
 
 def merge_command(python: Path, actor_dir: Path, target_dir: Path) -> list[str]:
