@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 
 import polars as pl
 import pytest
@@ -282,3 +283,17 @@ def test_artifacts_are_written_with_the_process_umask(tmp_path, umask):
     finally:
         os.umask(previous)
     assert table_path(tmp_path, "problems").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_ctrl_c_inside_a_deferred_block_arrives_when_it_ends():
+    from sws.artifacts import interrupts_deferred
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            with interrupts_deferred():  # nested: still held back
+                done.append("inner")
+            done.append("outer")
+    assert done == ["inner", "outer"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

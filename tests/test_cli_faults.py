@@ -84,6 +84,11 @@ def tables(run_dir: Path) -> dict[str, bytes]:
     return {name: content for name, content in snapshot(run_dir).items() if name.endswith(".parquet")}
 
 
+def _sws_frames(traceback: str) -> list[str]:
+    """The traceback's frames in sws's own modules (not the console script `bin/sws` that imports them)."""
+    return [line for line in traceback.splitlines() if line.strip().startswith("File") and "/sws/" in line]
+
+
 def test_ctrl_c_during_prepare_is_one_line_and_exit_130(tmp_path):
     """Interrupted at several instants, from start-up to writing: each attempt ends in one line (or finishes),
     and the run holds either the old outputs or the complete new ones."""
@@ -100,8 +105,10 @@ def test_ctrl_c_during_prepare_is_one_line_and_exit_130(tmp_path):
         _, stderr = process.communicate(timeout=120)
         assert tables(run_dir) in (before, after)
         assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
-        if process.returncode in (0, -signal.SIGINT):  # finished; the interrupt came after, at interpreter exit
-            assert "Traceback" not in stderr
+        if process.returncode in (0, -signal.SIGINT):
+            # Finished, the interrupt coming at interpreter exit; or it came before Python had run any of sws
+            # (a loaded machine can take longer than the first delay to start the interpreter).
+            assert "Traceback" not in stderr or not _sws_frames(stderr), stderr
             continue
         interrupted += 1
         assert_one_line(subprocess.CompletedProcess(process.args, process.returncode, "", stderr), "interrupted", 130)

@@ -1,6 +1,7 @@
-"""The `sws` command's entry point (also `python -m sws`): Ctrl-C at any instant, start-up included, is one line.
+"""The `sws` command's entry point (also `python -m sws`): Ctrl-C is one line from the moment Python runs sws.
 
-It imports the command line inside the handler, since loading it takes most of a second.
+It imports the command line inside the handler, since loading it takes most of a second. (A Ctrl-C while the
+interpreter itself is still starting, before this module runs, gets Python's own traceback.)
 """
 
 import sys

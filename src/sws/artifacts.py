@@ -6,14 +6,17 @@ caught at the boundary with one line that names the file, the column and what wa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import re
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -142,9 +145,11 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    os.close(fd)
+    tmp = ""
     try:
+        with interrupts_deferred():  # a Ctrl-C between creating the file and owning it would leave it behind
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+            os.close(fd)
         try:
             write(Path(tmp))
         except Exception as exc:
@@ -154,16 +159,44 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
             raise wrapped from exc
         os.chmod(tmp, 0o666 & ~_umask())
         _fsync(tmp)
-        staging = _stage_of(path)
-        if staging is not None:
-            staging.stage(path, Path(tmp))
+        with interrupts_deferred():
+            staging = _stage_of(path)
+            if staging is not None:
+                staging.stage(path, Path(tmp))
+            else:
+                os.replace(tmp, path)
+                _fsync(path.parent)
             tmp = ""
-        else:
-            os.replace(tmp, path)
-            _fsync(path.parent)
     finally:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
+        with interrupts_deferred():
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back Ctrl-C (SIGINT) until the block is done, so that it never lands between two steps that
+    must happen together, such as creating a temporary file and taking charge of it. Nests; main thread only."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is _defer:
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, _defer)
+    _deferred.append(received)
+    try:
+        yield
+    finally:
+        _deferred.pop()
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            signal.raise_signal(signal.SIGINT)  # delivered now, to the handler that was there before
+
+
+_deferred: list[list[int]] = []
+
+
+def _defer(signum: int, frame: Any) -> None:
+    _deferred[-1].append(signum)
 
 
 TEMP_SUFFIX = ".tmp"
@@ -446,12 +479,14 @@ def run_stage(
     try:
         result = body()
     except BaseException:
-        declared.discard()
-        _restore_if_untouched(run_dir, stage, previous, outputs)
+        with interrupts_deferred():
+            declared.discard()
+            _restore_if_untouched(run_dir, stage, previous, outputs)
         raise
     finally:
         _running.pop()
-    declared.commit()
+    with interrupts_deferred():
+        declared.commit()
     missing = [str(p) for p in outputs if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
