@@ -27,8 +27,12 @@ def require_ray():
 def connect(address: str) -> None:
     """Join the cluster at `address` unless this process already has; UserError when none answers."""
     ray = require_ray()
-    if ray.is_initialized():
-        return
+    if not ray.is_initialized():
+        _init(ray, address)
+    quiet_ray_data()
+
+
+def _init(ray, address: str) -> None:
     host, _, port = address.rpartition(":")
     if host and port.isdigit() and not address.startswith("ray://"):
         _check_reachable(address, host, int(port))
@@ -39,6 +43,14 @@ def connect(address: str) -> None:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"executor.address '{address}': no Ray cluster could be reached ({reason}); "
                         f"{START_HINT}") from None
+
+
+def quiet_ray_data() -> None:
+    """sws draws its own progress bars; Ray Data's per-dataset logs and bars would bury them."""
+    from ray.data import DataContext
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    DataContext.get_current().enable_progress_bars = False
 
 
 def _check_reachable(address: str, host: str, port: int) -> None:

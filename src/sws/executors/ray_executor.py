@@ -50,6 +50,8 @@ class EngineWorker:
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         for name, start, size in zip(batch["name"], batch["start"], batch["size"], strict=True):
             shard = Shard(self.folder, str(name), int(start), int(size))
+            if shard.done:  # a retried task whose first try got as far as the marker
+                continue
             requests = read_requests(shard)
             completions = self.engine.generate(requests)
             if len(completions) != len(requests):
@@ -108,7 +110,7 @@ class RayExecutor:
         else:
             written = shards.map_batches(
                 EngineWorker, fn_constructor_kwargs={"role": role.model_dump(mode="json"), "folder": str(folder)},
-                batch_size=1, batch_format="numpy", concurrency=resources.replicas,
+                batch_size=1, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=resources.replicas),
                 num_cpus=0 if resources.gpus else 1, num_gpus=resources.gpus,
             )
         for _ in ui.track(written.iter_rows(), f"{description} (ray, {role_name})", total=len(pending)):
@@ -124,7 +126,8 @@ class RayExecutor:
             [{"index": index, "item": json.dumps(item)} for index, item in enumerate(items)],
         ).map_batches(
             GradingWorker, fn_constructor_kwargs={"fn": fn, "deadline_s": self.grading.deadline_s},
-            batch_size=batch_size, batch_format="numpy", concurrency=min(actors, len(items)), num_cpus=1,
+            batch_size=batch_size, batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=min(actors, len(items))), num_cpus=1,
         )
         results: list[Any] = [None] * len(items)
         for row in graded.iter_rows():

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from sws.config import EngineConfig, RoleResources
-from sws.engines.base import CUT_OFF, FINISHED, Completion
+from sws.engines.base import CUT_OFF, FINISHED, Completion, read_chat_template
 from sws.errors import UserError
 from sws.executors.shards import Shard, read_requests, write_completions
 
@@ -41,7 +41,7 @@ def processor_config(role: EngineConfig, resources: RoleResources, chat: bool = 
             model_source=role.model, concurrency=resources.replicas,
             batch_size=int(options.get("batch_size", 64)),
             engine_kwargs={name: value for name, value in options.items() if name not in NOT_ENGINE_KWARGS},
-            chat_template=options.get("chat_template"), chat_template_stage=chat,
+            chat_template_stage={"enabled": chat, "chat_template": read_chat_template(options.get("chat_template"))},
         )
     base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     key = os.environ.get(options.get("api_key_env", "OPENAI_API_KEY"), "")

@@ -98,6 +98,7 @@ def write_completions(shard: Shard, completions: list[list[Completion]]) -> None
     }, schema=COMPLETION_SCHEMA)
     write_parquet(table, shard.completions_path)
     write_text(shard.marker_path, json.dumps({"requests": len(completions)}) + "\n")
+    shard.requests_path.unlink(missing_ok=True)
 
 
 def read_completions(shards: Sequence[Shard]) -> Iterator[list[Completion]]:
