@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install install-vllm install-verl install-verl-check test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
+.PHONY: install install-vllm install-ray install-verl install-verl-check test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,13 @@ $(VENV)/.installed-vllm: $(VENV)/.installed
 	touch $@
 
 install-vllm: $(VENV)/.installed-vllm
+
+# Ray Data for `--executor ray` (and its tests); the ray.data.llm vLLM path also needs `ray[llm]` on GPU nodes.
+$(VENV)/.installed-ray: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $@
+
+install-ray: $(VENV)/.installed-ray
 
 # verl trains in its own environment (it pins torch 2.11, transformers < 5.11, trl 0.27); GPU machines only.
 VERL_VERSION := 0.9.1

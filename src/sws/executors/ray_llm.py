@@ -1,4 +1,4 @@
-"""GPU vLLM teachers and OpenAI-compatible endpoints on Ray, through `ray.data.llm` (Ray >= 2.44).
+"""GPU vLLM teachers and OpenAI-compatible endpoints on Ray, through `ray.data.llm` (Ray 2.60).
 
 `vLLMEngineProcessorConfig` runs `executor.roles.<role>.replicas` vLLM engines (engine option
 `tensor_parallel_size` GPUs each) for the whole step; `HttpRequestProcessorConfig` sends to the role's
