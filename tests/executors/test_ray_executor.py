@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from _synthesis_run import NOISE, use_hashed_embeddings, write_identified_run, write_labeled
+from _synthesis_run import noisy_pipeline_file, use_hashed_embeddings, write_identified_run, write_labeled
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
@@ -61,15 +61,7 @@ def markers(run_dir: Path) -> dict[str, int]:
 
 def test_synthesize_on_ray_writes_the_local_executors_artifacts_row_for_row(tmp_path, ray_cluster, monkeypatch):
     use_hashed_embeddings(monkeypatch)
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(yaml.safe_dump({
-        "roles": {
-            "generator": {"engine": "oracle", "model": "arith-oracle", "options": NOISE},
-            "judges": [{"engine": "oracle", "model": "arith-oracle", "options": {"judge_error": 0.1}}],
-            "labeler": {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.2}},
-        },
-        "synthesize": {"budget": 40, "set_size": 3, "shard_size": 8},
-    }))
+    pipeline = noisy_pipeline_file(tmp_path, budget=40, shard_size=8)
     for executor in ("local", "ray"):
         write_identified_run(tmp_path / executor)
         result = CliRunner().invoke(app, ["--quiet", "synthesize", "--run", str(tmp_path / executor),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from sws.artifacts import write_table
 from sws.config import EngineConfig, PipelineConfig
@@ -59,6 +60,20 @@ def write_labeled(run_dir: Path, n: int = 40, seed: int = 2) -> None:
         "answer": [problem.answer for problem in problems],
         "consistency": [1.0] * n,
     }))
+
+
+def noisy_pipeline_file(tmp_path: Path, budget: int = 60, **synthesize: object) -> Path:
+    """pipeline.yaml with the noisy oracle teachers of `noisy_oracle_config` and these synthesize settings."""
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({
+        "roles": {
+            "generator": {"engine": "oracle", "model": "arith-oracle", "options": NOISE},
+            "judges": [{"engine": "oracle", "model": "arith-oracle", "options": {"judge_error": 0.1}}],
+            "labeler": {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.2}},
+        },
+        "synthesize": {"budget": budget, "set_size": 3, **synthesize},
+    }))
+    return path
 
 
 def noisy_oracle_config(judge_error: float = 0.1, labeler_error: float = 0.2, **synthesize: object) -> PipelineConfig:

@@ -12,6 +12,7 @@ with the pipeline's deadline (math-verify's signal-based timeouts do not work in
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,11 @@ class RayExecutor:
 
     def complete(self, role_name: str, role: EngineConfig, requests: list[Request], shard_size: int,
                  description: str) -> list[list[Completion]]:
-        if not requests:
-            return []
+        return list(self.stream(role_name, role, requests, shard_size, description))
+
+    def stream(self, role_name: str, role: EngineConfig, requests: Iterable[Request], shard_size: int,
+               description: str) -> Iterator[list[Completion]]:
+        """`complete` for requests that come one at a time: the driver holds one shard of them, or of answers."""
         resources = self.settings.roles.get(role_name, RoleResources())
         check_gpus(role_name, resources.gpus)
         if not role.model:
@@ -95,7 +99,7 @@ class RayExecutor:
                     f"running the other {len(pending)}")
         if pending:
             self._run_shards(role_name, role, resources, folder, pending, description)
-        return list(read_completions(shards))
+        return read_completions(shards)
 
     def _run_shards(self, role_name: str, role: EngineConfig, resources: RoleResources, folder: Path,
                     pending: list[Shard], description: str) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,15 @@ class Shard:
         return self.marker_path.exists() and self.completions_path.exists()
 
 
-def plan_shards(folder: Path, identity: dict[str, Any], requests: Sequence[Request], shard_size: int) -> list[Shard]:
-    """The step's shards, `shard_size` requests each; each shard's requests file is written unless it is done."""
-    shards = []
-    for start in range(0, len(requests), shard_size):
-        chunk = requests[start:start + shard_size]
+def plan_shards(folder: Path, identity: dict[str, Any], requests: Iterable[Request], shard_size: int) -> list[Shard]:
+    """The step's shards, `shard_size` requests each; each shard's requests file is written unless it is done.
+
+    The requests are read one shard at a time, so a generator of them is never held whole.
+    """
+    shards: list[Shard] = []
+    remaining = iter(requests)
+    start = 0
+    while chunk := list(islice(remaining, shard_size)):
         digest = hashlib.sha256()
         for request in chunk:
             digest.update(request_key(identity, request).encode())
@@ -72,6 +77,7 @@ def plan_shards(folder: Path, identity: dict[str, Any], requests: Sequence[Reque
         if not shard.done and not shard.requests_path.exists():
             write_text(shard.requests_path, "".join(encode_request(request) + "\n" for request in chunk))
         shards.append(shard)
+        start += len(chunk)
     return shards
 
 
