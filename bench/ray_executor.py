@@ -4,7 +4,8 @@
    its filter (8 rollouts of the demo's hf policy; the warm-started one, since the GRPO-trained one needs a
    training run), seconds with `executor.kind: local` and `ray` (one replica per core); goal ray/local <= 1.2.
 2. Scale: 1x, 10x and 100x the demo's labeling requests (8 oracle samples each) streamed through the Ray
-   executor: completions per second per core (goal: within 20 % of 1x) and the driver's peak memory (goal: flat).
+   executor: completions per second per core (goal: within 20 % of 1x) and the driver's peak resident memory
+   while it streams them, against its resident memory before (goal: flat).
 
 The Ray cluster (`ray.init(num_cpus=cores)`) starts once, before any timing; its start-up is printed apart.
 
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -87,29 +89,56 @@ def labeling_requests(cfg: PipelineConfig, rated: pl.DataFrame, copies: int):
                                n=cfg.synthesize.label_samples, seed=request_seed(cfg.seed, "bench", syn_id, str(copy)))
 
 
+def resident_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_resident_mib(work: Callable[[], int]) -> tuple[int, float]:
+    """What `work` returns, and the driver's highest resident memory while it ran (sampled every 20 ms)."""
+    peak = resident_mib()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.02):
+            peak = max(peak, resident_mib())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        return work(), peak
+    finally:
+        done.set()
+        sampler.join()
+
+
 def scale(cfg: PipelineConfig, base: Path, scales: list[int]) -> Table:
     from sws.executors.ray_executor import RayExecutor
 
     rated = read_table(base / "ray", "rated")
     table = Table(title=f"labeling through Ray, 1x = {rated.height} requests x {cfg.synthesize.label_samples} samples")
-    for column in ("scale", "completions", "seconds", "per core /s", "vs 1x", "driver peak MiB", "growth MiB"):
+    for column in ("scale", "completions", "seconds", "per core /s", "vs 1x", "driver MiB before", "peak while"):
         table.add_column(column, justify="right")
     first_rate = None
-    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for factor in scales:
-        run_dir = base / f"scale-{factor}"
-        executor = RayExecutor(with_executor(cfg, "ray"), run_dir)
+        executor = RayExecutor(with_executor(cfg, "ray"), base / f"scale-{factor}")
+
+        def label(factor: int = factor, executor: RayExecutor = executor) -> int:
+            answers = executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor),
+                                      cfg.synthesize.shard_size, f"label x{factor}")
+            return sum(len(samples) for samples in answers)
+
+        before = resident_mib()
         started = time.perf_counter()
-        completions = 0
-        for samples in executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor),
-                                       cfg.synthesize.shard_size, f"label x{factor}"):
-            completions += len(samples)
+        completions, peak = peak_resident_mib(label)
         seconds = time.perf_counter() - started
         rate = completions / seconds / os.cpu_count()
         first_rate = first_rate or rate
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         table.add_row(f"{factor}x", str(completions), f"{seconds:.1f}", f"{rate:.0f}", f"{rate / first_rate:.2f}",
-                      f"{peak:.0f}", f"{peak - peak_before:+.0f}")
+                      f"{before:.0f}", f"{peak:.0f}")
     return table
 
 

@@ -260,7 +260,7 @@ def filter_by_difficulty(
 
     run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts,
                               "executor.kind": executor},
-                lambda cfg: stage.run(cfg, run, force=force))
+                lambda cfg: stage.run(cfg, run, force=force), "filter")
 
 
 @command(epilog="Example: sws mix --run runs/demo")
@@ -305,7 +305,7 @@ def evaluate(
 
     run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
                               "executor.kind": executor},
-                lambda cfg: stage.run(cfg, run, force=force))
+                lambda cfg: stage.run(cfg, run, force=force), "eval")
 
 
 @command(epilog="Example: sws report --run runs/demo")

@@ -124,7 +124,8 @@ class RayExecutor:
         if not items:
             return []
         ray = require_ray()
-        actors = self.grading.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actors = min(self.grading.workers or cpus, cpus)  # one CPU each: more could never all be placed
         batch_size = max(1, -(-len(items) // (actors * GRADING_BATCHES_PER_ACTOR)))
         graded = ray.data.from_items(
             [{"index": index, "item": json.dumps(item)} for index, item in enumerate(items)],
