@@ -64,7 +64,7 @@ def test_synthesize_on_ray_writes_the_local_executors_artifacts_row_for_row(tmp_
     pipeline = noisy_pipeline_file(tmp_path, budget=40, shard_size=8)
     for executor in ("local", "ray"):
         write_identified_run(tmp_path / executor)
-        result = CliRunner().invoke(app, ["--quiet", "synthesize", "--run", str(tmp_path / executor),
+        result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / executor),
                                           "--config", str(pipeline), "--executor", executor])
         assert result.exit_code == 0, result.output
 
@@ -80,7 +80,7 @@ def test_filter_on_ray_writes_the_local_executors_artifacts_row_for_row(tmp_path
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml.safe_dump(filter_settings(shard_size=4)))
 
-    result = CliRunner().invoke(app, ["--quiet", "filter", "--run", str(tmp_path / "ray"), "--config", str(pipeline),
+    result = CliRunner().invoke(app, ["filter", "--run", str(tmp_path / "ray"), "--config", str(pipeline),
                                       "--executor", "ray"])
 
     assert result.exit_code == 0, result.output
