@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export ATEN_CPU_CAPABILITY ?= avx2
 export MKL_CBWR ?= AVX2
 
-.PHONY: install install-vllm install-verl test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
+.PHONY: install install-vllm install-ray install-verl test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,13 @@ $(VENV)/.installed-vllm: $(VENV)/.installed
 	touch $@
 
 install-vllm: $(VENV)/.installed-vllm
+
+# Ray Data for `--executor ray` (and its tests); the ray.data.llm vLLM path also needs `ray[llm]` on GPU nodes.
+$(VENV)/.installed-ray: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $@
+
+install-ray: $(VENV)/.installed-ray
 
 # verl trains in its own environment (it pins torch 2.11, transformers < 5.11, trl 0.27). With an NVIDIA GPU
 # (nvidia-smi found): verl with vLLM, FSDP and math-verify, as its extras pin them. Without one: verl 0.9.1 with

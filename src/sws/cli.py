@@ -81,6 +81,10 @@ PipelineOpt = Annotated[
     Path | None, typer.Option("--config", help="Pipeline YAML (default: the run's config.yaml, else defaults).")
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Rerun even if the stage's manifest is current.")]
+ExecutorOpt = Annotated[
+    str | None, typer.Option("--executor", help="Where model calls and grading run: local or ray "
+                             "(default: executor.kind of the config, local).")
+]
 
 
 def check_run_dir(run: Path) -> None:
@@ -201,6 +205,7 @@ def synthesize(
         str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label (default all).")
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Concept sets (new problems) to sample in all (default 200).")] = None,
+    executor: ExecutorOpt = None,
     config: PipelineOpt = None,
     force: ForceOpt = False,
 ) -> None:
@@ -208,7 +213,7 @@ def synthesize(
     from sws.stages import synthesize as stage
 
     chosen = stage.parse_steps(steps)
-    run_command(run, config, {"synthesize.budget": budget},
+    run_command(run, config, {"synthesize.budget": budget, "executor.kind": executor},
                 lambda cfg: stage.run(cfg, run, force=force, steps=chosen), "synthesize", chosen)
 
 
@@ -246,6 +251,7 @@ def filter_by_difficulty(
         typer.Option(help="Keep problems whose policy accuracy is within LO HI, inclusive (default 0.25 0.75)."),
     ] = None,
     rollouts: Annotated[int | None, typer.Option(help="Policy samples per problem (default 8).")] = None,
+    executor: ExecutorOpt = None,
     config: PipelineOpt = None,
     force: ForceOpt = False,
 ) -> None:
@@ -255,8 +261,9 @@ def filter_by_difficulty(
     (rated, labeled and scored in turn), up to that many rounds; filtered.parquet records each one's round."""
     from sws.stages import difficulty as stage
 
-    run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts},
-                lambda cfg: stage.run(cfg, run, force=force))
+    run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts,
+                              "executor.kind": executor},
+                lambda cfg: stage.run(cfg, run, force=force), "filter")
 
 
 @command(epilog="Example: sws mix --run runs/demo")
@@ -292,14 +299,16 @@ def evaluate(
     benchmarks: Annotated[
         str | None, typer.Option(help="Comma-separated held-out sets: arith, math500, aime24, aime25, gsm8k.")
     ] = None,
+    executor: ExecutorOpt = None,
     config: PipelineOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves."""
     from sws.stages import evaluate as stage
 
-    run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None},
-                lambda cfg: stage.run(cfg, run, force=force))
+    run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
+                              "executor.kind": executor},
+                lambda cfg: stage.run(cfg, run, force=force), "eval")
 
 
 @command(epilog="Example: sws report --run runs/demo")
@@ -361,6 +370,7 @@ def run_pipeline(
     pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/demo.yaml.")],
     run: RunOpt,
     seed: Annotated[int | None, typer.Option(help="Override the pipeline's seed.")] = None,
+    executor: ExecutorOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Rerun every stage, even those already done.")] = False,
 ) -> None:
     """Run every stage of a pipeline in order, skipping those already done; print the headline."""
@@ -368,7 +378,7 @@ def run_pipeline(
 
     check_run_dir(run)
     with run_lock(run):
-        cfg = load_run_config(run, pipeline, {"seed": seed})
+        cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor})
         runner.run(cfg, run, force=force, source=pipeline)
     runner.print_headline(run)
 

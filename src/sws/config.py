@@ -233,6 +233,35 @@ class EvalConfig(Section):
     shard_size: int = Field(1024, ge=1)
 
 
+class RoleResources(Section):
+    """How a role runs on Ray: engine replicas (actors, or vLLM engines) and GPUs per replica."""
+
+    replicas: int = Field(1, ge=1)
+    gpus: float = Field(0, ge=0)
+
+
+class ExecutorConfig(Section):
+    """Where the LLM-heavy steps run: `local` (this process) or `ray` (a Ray cluster at `address`).
+
+    `roles` is keyed by role name (extractor, generator, judges, labeler, policy); a role left out gets one
+    CPU replica. None of this changes what a step computes, so no stage reruns when it changes.
+    """
+
+    kind: Literal["local", "ray"] = "local"
+    # `auto`: the cluster `ray start --head` started on this machine or that RAY_ADDRESS names; `local`: a
+    # private one for this command; `host:port`: the head node's GCS address.
+    address: str = "auto"
+    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy"], RoleResources] = Field(
+        default_factory=dict)
+
+
+class GradingConfig(Section):
+    """Grading worker processes: `workers` (None: one per CPU, `os.cpu_count()`) and the deadline per pair."""
+
+    workers: int | None = Field(None, ge=1)
+    deadline_s: float = Field(5.0, gt=0)
+
+
 class ReportConfig(Section):
     """`sws report`: how much of each plot to draw."""
 
@@ -252,6 +281,8 @@ class PipelineConfig(Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    grading: GradingConfig = Field(default_factory=GradingConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing
+import os
 import re
 import signal
 import threading
@@ -24,7 +25,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-DEFAULT_WORKERS = 2
 DEFAULT_DEADLINE_S = 5.0
 WORKER_START_TIMEOUT_S = 120.0
 _READY = "ready"
@@ -184,7 +184,8 @@ class GradingPool:
     PAIRS_IN_FLIGHT = 2
     SEND_AHEAD_MAX_CHARS = 4096
 
-    def __init__(self, workers: int = DEFAULT_WORKERS, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+    def __init__(self, workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+        workers = default_workers() if workers is None else workers
         if workers < 1 or deadline_s <= 0:
             raise ValueError("a GradingPool needs at least one worker and a positive deadline")
         self.n_workers = workers
@@ -322,11 +323,22 @@ class GradingPool:
 _shared_pool: GradingPool | None = None
 
 
-def shared_pool() -> GradingPool:
-    """The pool behind the module-level functions, created on first use with the default size and deadline."""
+def default_workers() -> int:
+    """One grading process per CPU of this machine."""
+    return os.cpu_count() or 1
+
+
+def shared_pool(workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> GradingPool:
+    """The pool behind the module-level functions: `workers` processes (None: one per CPU), started on first use.
+
+    Asked for another size or deadline, it is replaced by one of that size (`grading.workers` of a pipeline).
+    """
     global _shared_pool
+    workers = default_workers() if workers is None else workers
+    if _shared_pool is not None and (_shared_pool.n_workers, _shared_pool.deadline_s) != (workers, deadline_s):
+        close_pool()
     if _shared_pool is None:
-        _shared_pool = GradingPool()
+        _shared_pool = GradingPool(workers, deadline_s)
     return _shared_pool
 
 

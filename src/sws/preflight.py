@@ -1,5 +1,6 @@
-"""Checks that need no model, run before a command's first stage: the roles its stages call and the files
-its settings name. A mistake found here costs nothing; found after extract, it would cost every call before."""
+"""Checks that need no model, run before a command's first stage: the roles its stages call, the files its
+settings name and, on Ray, the cluster. A mistake found here costs nothing; found after extract, it would cost
+every call before."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from sws.errors import UserError
 # The teacher roles each synthesis step calls.
 STEP_ROLES = {"extract": ("extractor",), "combine": (), "generate": ("generator",), "rate": ("judges",),
               "label": ("labeler",)}
+# Commands whose stages send model calls and grading through `executor` (the others are local polars work).
+EXECUTOR_COMMANDS = ("synthesize", "filter", "eval", "run")
 # Settings naming files that a command reads only after model calls (its first stage checks the others).
 COMMAND_FILES = {
     "synthesize": ("synthesize.reference_files", "synthesize.prompt_dir"),
@@ -34,7 +37,19 @@ def check_files(cfg: PipelineConfig, command: str, source: Path | str) -> None:
                 raise UserError(f"{source}: field '{dotted}' names {path}, which does not exist; fix the path")
 
 
+def check_executor(cfg: PipelineConfig, command: str) -> None:
+    """On Ray: the cluster answers, and has the GPUs each role asks for (`executor.roles.<role>.gpus`)."""
+    if cfg.executor.kind != "ray" or command not in EXECUTOR_COMMANDS:
+        return
+    from sws.executors.ray_cluster import check_gpus, connect
+
+    connect(cfg.executor.address)
+    for role, resources in cfg.executor.roles.items():
+        check_gpus(role, resources.gpus)
+
+
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
     require_roles(cfg, [role for step in steps for role in STEP_ROLES[step]], source)
     check_files(cfg, command, source)
+    check_executor(cfg, command)

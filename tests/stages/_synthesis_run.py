@@ -1,5 +1,5 @@
-"""Shared setup of the synthesis stage tests: an arith run directory with the outputs of `sws identify`,
-a noisy oracle configuration, and a scripted engine for outputs the oracle never writes."""
+"""Shared setup of the synthesis stage tests: arith run directories with the outputs of `sws identify` or of
+`sws synthesize`, a noisy oracle configuration, and a scripted engine for outputs the oracle never writes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from sws.artifacts import write_table
 from sws.config import EngineConfig, PipelineConfig
@@ -45,6 +46,34 @@ def write_identified_run(run_dir: Path, n_problems: int = 120, weak_categories: 
         "share": [n_weak[c] / total_weak for c in categories],
     }))
     return problems
+
+
+def write_labeled(run_dir: Path, n: int = 40, seed: int = 2) -> None:
+    """labeled.parquet as `sws synthesize` leaves it: n arith problems with their true answers."""
+    problems = generate_problems(n, seed=seed)
+    write_table(run_dir, "labeled", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(n)],
+        "category": [problem.category for problem in problems],
+        "concepts": [problem.concepts for problem in problems],
+        "level": [problem.level for problem in problems],
+        "problem": [problem.problem for problem in problems],
+        "answer": [problem.answer for problem in problems],
+        "consistency": [1.0] * n,
+    }))
+
+
+def noisy_pipeline_file(tmp_path: Path, budget: int = 60, **synthesize: object) -> Path:
+    """pipeline.yaml with the noisy oracle teachers of `noisy_oracle_config` and these synthesize settings."""
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({
+        "roles": {
+            "generator": {"engine": "oracle", "model": "arith-oracle", "options": NOISE},
+            "judges": [{"engine": "oracle", "model": "arith-oracle", "options": {"judge_error": 0.1}}],
+            "labeler": {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.2}},
+        },
+        "synthesize": {"budget": budget, "set_size": 3, **synthesize},
+    }))
+    return path
 
 
 def noisy_oracle_config(judge_error: float = 0.1, labeler_error: float = 0.2, **synthesize: object) -> PipelineConfig:

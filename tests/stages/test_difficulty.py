@@ -5,30 +5,17 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 import yaml
+from _synthesis_run import write_labeled
 
-from sws.artifacts import read_parquet, read_table, rejected_path, write_table
+from sws.artifacts import read_parquet, read_table, rejected_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import difficulty as stage
-from sws.worlds.arith import build_policy, generate_problems
+from sws.worlds.arith import build_policy
 
 SWS = str(Path(sys.executable).parent / "sws")
-
-
-def write_labeled(run_dir, n=40, seed=2):
-    problems = generate_problems(n, seed=seed)
-    write_table(run_dir, "labeled", pl.DataFrame({
-        "syn_id": [f"syn-{index}" for index in range(n)],
-        "category": [problem.category for problem in problems],
-        "concepts": [problem.concepts for problem in problems],
-        "level": [problem.level for problem in problems],
-        "problem": [problem.problem for problem in problems],
-        "answer": [problem.answer for problem in problems],
-        "consistency": [1.0] * n,
-    }))
 
 
 def oracle_policy_config(labeler_error, band=(0.25, 0.75), rollouts=8):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _synthesis_run import NOISE, write_identified_run
+from _synthesis_run import noisy_pipeline_file, write_identified_run
 from typer.testing import CliRunner
 
 from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path, table_path
@@ -22,19 +22,6 @@ from sws.worlds.arith import solve
 
 OUTPUTS = ("concepts", "concept_sets", "synthetic", "rated", "labeled")
 FILTERS = ("concepts", "synthetic", "rated", "labeled")
-
-
-def noisy_pipeline_file(tmp_path: Path, budget: int = 60) -> Path:
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump({
-        "roles": {
-            "generator": {"engine": "oracle", "model": "arith-oracle", "options": NOISE},
-            "judges": [{"engine": "oracle", "model": "arith-oracle", "options": {"judge_error": 0.1}}],
-            "labeler": {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.2}},
-        },
-        "synthesize": {"budget": budget, "set_size": 3},
-    }))
-    return path
 
 
 def test_cli_runs_every_step_and_prints_the_funnel(tmp_path: Path) -> None:

@@ -23,8 +23,9 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.executors import executor_for
 from sws.funnel import write_step_outputs
-from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.llm_calls import request_seed, role_request
 from sws.parsing import parse_concepts
 from sws.prompts import PromptTemplate, load_template
 
@@ -78,10 +79,8 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, 'weakness')} has no weak problems; nothing to synthesize "
                 f"(loosen identify.max_acc or identify.max_slope and rerun `sws identify --run {run_dir}`)")
-        completions = []
-    else:
-        with engine_for(role, run_dir) as engine:
-            completions = generate_in_shards(engine, requests, cfg.synthesize.shard_size, "extract concepts")
+    completions = executor_for(cfg, run_dir).complete("extractor", role, requests, cfg.synthesize.shard_size,
+                                                      "extract concepts")
     kept, rejected = [], []
     for (problem_id, category, problem), answers in zip(weak.iter_rows(), completions, strict=True):
         raw = answers[0].text

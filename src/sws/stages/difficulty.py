@@ -36,11 +36,12 @@ from sws.artifacts import (
 from sws.config import EngineConfig, PipelineConfig, require_roles
 from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
-from sws.llm_calls import engine_for, generate_in_shards, request_seed, shared_engines
+from sws.executors import executor_for
+from sws.llm_calls import request_seed, shared_engines
 from sws.plots import new_figure, plots_dir, save_figure
 from sws.policy import policy_prompt
 from sws.stages import adapt
-from sws.training.reward import grade_completions
+from sws.training.reward import grade_answer_pairs
 
 STAGE = "filter"
 SCORE_STEP = "score"
@@ -157,10 +158,11 @@ def policy_correct_counts(
         )
         for syn_id, problem in labeled.select("syn_id", "problem").iter_rows()
     ]
-    with engine_for(policy, run_dir) as engine:
-        completions = generate_in_shards(engine, requests, cfg.filter.shard_size, "filter: policy answers")
-    answers = [answer for answer in labeled["answer"] for _ in range(k)]
-    correct = grade_completions(answers, [sample.text for samples in completions for sample in samples])
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("policy", policy, requests, cfg.filter.shard_size, "filter: policy answers")
+    correct = executor.map_graded(grade_answer_pairs, [
+        (answer, sample.text) for answer, samples in zip(labeled["answer"], completions, strict=True)
+        for sample in samples])
     return [sum(correct[index * k:(index + 1) * k]) for index in range(labeled.height)]
 
 

@@ -34,9 +34,10 @@ from sws.artifacts import (
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request
 from sws.errors import UserError
-from sws.llm_calls import engine_for, generate_in_shards, request_seed
+from sws.executors import executor_for
+from sws.llm_calls import request_seed
 from sws.policy import policy_prompt
-from sws.training.reward import grade_completions
+from sws.training.reward import grade_answer_pairs
 
 STAGE = "eval"
 CHECKPOINTS = ("start", "initial", "baseline", "augmented")
@@ -212,13 +213,15 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
                           for eval_set in sets])
     k = cfg.eval.k
     requests = [*policy_requests(cfg, problems, 1, 0.0), *policy_requests(cfg, problems, k, cfg.eval.temperature)]
-    with engine_for(policy_engine_config(cfg, path), run_dir) as engine:
-        completions = generate_in_shards(engine, requests, cfg.eval.shard_size, f"eval: {checkpoint} answers")
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("policy", policy_engine_config(cfg, path), requests, cfg.eval.shard_size,
+                                    f"eval: {checkpoint} answers")
     greedy, sampled = completions[:problems.height], completions[problems.height:]
     answers = problems["answer"].to_list()
-    greedy_correct = grade_completions(answers, [samples[0].text for samples in greedy])
-    sample_correct = grade_completions([answer for answer in answers for _ in range(k)],
-                                       [sample.text for samples in sampled for sample in samples])
+    correct = executor.map_graded(grade_answer_pairs, [
+        *((answer, samples[0].text) for answer, samples in zip(answers, greedy, strict=True)),
+        *((answer, sample.text) for answer, samples in zip(answers, sampled, strict=True) for sample in samples)])
+    greedy_correct, sample_correct = correct[:problems.height], correct[problems.height:]
     return problems.select(
         pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
         pl.Series("greedy_correct", greedy_correct, dtype=pl.Boolean),

@@ -35,8 +35,9 @@ from sws.artifacts import (
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
+from sws.executors import executor_for
 from sws.funnel import write_step_outputs
-from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.llm_calls import request_seed, role_request
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem
 from sws.problem_filters import prefilter_reason
@@ -182,10 +183,8 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adap
     ]
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, sets_name)} is empty; no problems to generate")
-        completions = []
-    else:
-        with engine_for(role, run_dir) as engine:
-            completions = generate_in_shards(engine, requests, synth.shard_size, "generate problems")
+    completions = executor_for(cfg, run_dir).complete("generator", role, requests, synth.shard_size,
+                                                      "generate problems")
     kept, rejected = [], []
     for row, answers in zip(sets.iter_rows(named=True), completions, strict=True):
         raw = answers[0].text

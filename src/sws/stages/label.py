@@ -34,12 +34,14 @@ from sws.artifacts import (
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Request, initial_checkpoint
 from sws.errors import UserError
+from sws.executors import executor_for
 from sws.funnel import write_step_outputs
-from sws.grading import equivalent, extract_answer, grade_many, group_answers
-from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.grading import GradingPool, equivalent, extract_answer, group_answers
+from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import policy_prompt
 from sws.prompts import PromptTemplate, load_template
+from sws.training.reward import grade_answer_pairs
 
 STEP = "label"
 WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
@@ -84,12 +86,17 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     )
 
 
-def teacher_label(answers: list[str | None]) -> tuple[str | None, float]:
+def teacher_label(answers: list[str | None], pool: GradingPool | None = None) -> tuple[str | None, float]:
     """The answer of the largest equivalence group and that group's share of all samples (None, 0 if none)."""
-    groups = group_answers(answers)
+    groups = group_answers(answers, pool)
     if not groups:
         return None, 0.0
     return groups[0].answer, len(groups[0].members) / len(answers)
+
+
+def teacher_labels(sampled: list[list[str | None]], pool: GradingPool) -> list[tuple[str | None, float]]:
+    """A grading body for an executor (`sws.executors`): `teacher_label` of each problem's sampled answers."""
+    return [teacher_label(answers, pool) for answers in sampled]
 
 
 def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student: EngineConfig | None,
@@ -107,12 +114,10 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     ]
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, round_name('rated', adapt_round))} is empty; nothing to label")
-        completions = []
-    else:
-        with engine_for(cfg.roles.labeler, run_dir) as engine:
-            completions = generate_in_shards(engine, requests, synth.shard_size, "label answers")
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("labeler", cfg.roles.labeler, requests, synth.shard_size, "label answers")
     answers = [[sample_answer(completion) for completion in samples] for samples in completions]
-    labels = [teacher_label(sampled) for sampled in answers]
+    labels = executor.map_graded(teacher_labels, answers)
     reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
                for answer, consistency in labels]
     for index, ((answer, _), solution) in enumerate(zip(labels, leaked, strict=True)):
@@ -176,9 +181,9 @@ def _student_agreement(
                 seed=request_seed(cfg.seed, STEP, "student", problem_id), task="answer", fields={"problem": problem})
         for problem_id, problem, _ in asked
     ]
-    with engine_for(student, run_dir) as engine:
-        completions = generate_in_shards(engine, requests, cfg.synthesize.shard_size, "student answers")
-    pairs = [(answer, extract_answer(completion.text))
-             for (_, _, answer), samples in zip(asked, completions, strict=True) for completion in samples]
-    correct = grade_many(pairs)
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("policy", student, requests, cfg.synthesize.shard_size, "student answers")
+    correct = executor.map_graded(grade_answer_pairs, [
+        (answer, completion.text) for (_, _, answer), samples in zip(asked, completions, strict=True)
+        for completion in samples])
     return [sum(correct[i * samples:(i + 1) * samples]) / samples for i in range(len(asked))]

@@ -30,10 +30,11 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines.base import Completion, Engine
+from sws.engines.base import Completion
 from sws.errors import UserError
+from sws.executors import Executor, executor_for
 from sws.funnel import write_step_outputs
-from sws.llm_calls import engine_for, generate_in_shards, request_seed, role_request
+from sws.llm_calls import request_seed, role_request
 from sws.parsing import VERDICTS, Judgement, parse_judgement
 from sws.prompts import PromptTemplate, load_template
 
@@ -101,14 +102,14 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_ro
     completions: list[Completion] = []
     if not problems:
         ui.info(f"{STEP}: {table_path(run_dir, round_name('synthetic', adapt_round))} is empty; nothing to rate")
+    executor = executor_for(cfg, run_dir)
     for index, judge in enumerate(cfg.roles.judges if problems else []):
         name = judge_name(index, judge)
-        with engine_for(judge, run_dir) as engine:
-            for by_problem, (judgements, answered) in zip(
-                judged, _judge_all(cfg, engine, judge, name, ids, problems, prompts), strict=True
-            ):
-                by_problem[name] = judgements
-                completions.extend(answered)
+        for by_problem, (judgements, answered) in zip(
+            judged, _judge_all(cfg, executor, judge, name, ids, problems, prompts), strict=True
+        ):
+            by_problem[name] = judgements
+            completions.extend(answered)
     kept, rejected = [], []
     for row, by_judge in zip(synthetic.iter_rows(named=True), judged, strict=True):
         verdicts = {name: [_verdict(j) for j in judgements] for name, judgements in by_judge.items()}
@@ -135,7 +136,7 @@ def _verdict(judgement: Judgement | str) -> str:
 
 
 def _judge_all(
-    cfg: PipelineConfig, engine: Engine, judge: EngineConfig, name: str, ids: list[str], problems: list[str],
+    cfg: PipelineConfig, executor: Executor, judge: EngineConfig, name: str, ids: list[str], problems: list[str],
     prompts: list[str],
 ) -> list[tuple[list[Judgement | str], list[Completion]]]:
     """Per problem: the judge's ratings_per_judge judgements, and every completion it took to get them.
@@ -159,7 +160,8 @@ def _judge_all(
             for index in asked
         ]
         label = f"rate (judge {name})" + (f", retry {attempt}: {len(asked)} problems" if attempt else "")
-        for index, samples in zip(asked, generate_in_shards(engine, requests, synth.shard_size, label), strict=True):
+        answers = executor.complete("judges", judge, requests, synth.shard_size, label)
+        for index, samples in zip(asked, answers, strict=True):
             answered[index].extend(samples)
             slots = [slot for slot, judgement in enumerate(judgements[index]) if not isinstance(judgement, Judgement)]
             for slot, sample in zip(slots, samples, strict=True):

@@ -11,13 +11,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sws.grading import extract_answer, grade_many
+from sws.grading import GradingPool, extract_answer, grade_many
 from sws.training.rollout_log import RolloutLog
 
 _PLAIN_INTEGER = re.compile(r"[+-]?\d+")
 
 
-def grade_completions(answers: Sequence[str], completions: Sequence[str]) -> list[bool]:
+def grade_completions(answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None) -> list[bool]:
     """For each (reference answer, model output) pair, whether the output's final answer is equivalent."""
     verdicts: list[bool] = [False] * len(completions)
     pending: list[int] = []
@@ -30,10 +30,15 @@ def grade_completions(answers: Sequence[str], completions: Sequence[str]) -> lis
         else:
             pending.append(index)
     if pending:
-        graded = grade_many([(answers[index], predictions[index]) for index in pending])
+        graded = grade_many([(answers[index], predictions[index]) for index in pending], pool)
         for index, verdict in zip(pending, graded, strict=True):
             verdicts[index] = verdict
     return verdicts
+
+
+def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[bool]:
+    """A grading body for an executor (`sws.executors`): `grade_completions` over (answer, output) pairs."""
+    return grade_completions([answer for answer, _ in pairs], [output for _, output in pairs], pool)
 
 
 def completion_text(completion: str | list[dict[str, str]]) -> str:

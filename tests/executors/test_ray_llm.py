@@ -1,0 +1,75 @@
+"""The `ray.data.llm` path (GPU vLLM teachers, OpenAI-compatible endpoints) cannot run here (no GPU, no endpoint):
+these tests check that its processors build as Ray documents them, and that the rows a processor returns are
+written back as the completion shards the executor reads."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sws.config import EngineConfig, RoleResources
+from sws.engines.base import Completion, Request
+from sws.executors.ray_llm import (
+    http_answer,
+    http_row,
+    processor_config,
+    sample_rows,
+    vllm_answer,
+    vllm_row,
+    write_group,
+)
+from sws.executors.shards import plan_shards, read_completions
+
+llm = pytest.importorskip("ray.data.llm")
+
+VLLM_ROLE = EngineConfig(engine="vllm", model="org/teacher-70b", max_tokens=6,
+                         options={"tensor_parallel_size": 4, "max_model_len": 8192})
+OPENAI_ROLE = EngineConfig(engine="openai", model="teacher",
+                           options={"base_url": "http://head:8000/v1/", "max_concurrency": 32})
+
+
+def test_a_gpu_vllm_role_becomes_replicas_of_tensor_parallel_engines(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = processor_config(VLLM_ROLE, RoleResources(replicas=3, gpus=4))
+
+    assert isinstance(config, llm.vLLMEngineProcessorConfig)
+    assert config.concurrency == 3 and config.model_source == "org/teacher-70b"
+    assert config.engine_kwargs["tensor_parallel_size"] == 4 and config.engine_kwargs["max_model_len"] == 8192
+    assert llm.build_processor(config, preprocess=vllm_row, postprocess=vllm_answer) is not None
+
+
+def test_an_openai_role_becomes_an_http_processor_within_its_concurrency_limit():
+    config = processor_config(OPENAI_ROLE, RoleResources(replicas=2))
+
+    assert isinstance(config, llm.HttpRequestProcessorConfig)
+    assert config.url == "http://head:8000/v1/chat/completions"
+    assert config.qps == 32 and config.concurrency == 2
+    assert llm.build_processor(config, preprocess=lambda row: http_row(row, "teacher"), postprocess=http_answer)
+
+
+def test_vllm_rows_one_per_sample_are_written_back_as_the_shards_completions(tmp_path):
+    requests = [Request(messages=({"role": "user", "content": f"Q{i}"},), n=2, max_tokens=6, seed=10 * i)
+                for i in range(3)]
+    [shard] = plan_shards(tmp_path, {"engine": "vllm"}, requests, shard_size=3)
+    rows = [vllm_row(row) for row in sample_rows({"name": shard.name, "start": 0, "size": 3}, str(tmp_path))]
+    assert [row["sampling_params"]["seed"] for row in rows] == [0, 1, 10, 11, 20, 21]
+
+    # What the vLLM stage adds to each row; one sample used all its tokens.
+    answered = [vllm_answer({**row, "generated_text": f"{row['messages'][0]['content']}/{row['sample']}",
+                             "num_generated_tokens": 6 if row["index"] == 2 and row["sample"] else 2})
+                for row in rows]
+    write_group(pd.DataFrame(answered[::-1]), str(tmp_path))
+
+    assert list(read_completions([shard])) == [
+        [Completion("Q0/0", 2), Completion("Q0/1", 2)], [Completion("Q1/0", 2), Completion("Q1/1", 2)],
+        [Completion("Q2/0", 2), Completion("Q2/1", 6, "length")],
+    ]
+
+
+def test_an_http_answer_keeps_the_endpoints_text_tokens_and_finish_reason():
+    row = {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
+           "http_response": {"choices": [{"message": {"content": "42"}, "finish_reason": "length"}],
+                             "usage": {"completion_tokens": 7}}}
+
+    assert http_answer(row) == {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0, "text": "42",
+                                "tokens": 7, "finish_reason": "length"}
