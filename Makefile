@@ -7,6 +7,10 @@ SEEDS ?= 0 1 2 3 4
 export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
+# torch's CPU kernels follow the CPU's widest vector instructions, and an AVX2 and an AVX-512 machine train other
+# weights from the same seed; pinned, the demo's numbers depend less on the machine (MKL_CBWR does the same for MKL).
+export ATEN_CPU_CAPABILITY ?= avx2
+export MKL_CBWR ?= AVX2
 
 .PHONY: install install-vllm install-verl install-verl-check test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
 

@@ -328,9 +328,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+# Environment variables that choose torch's and MKL's CPU kernels. Unset, each takes the widest vector
+# instructions of the CPU, so the same seed trains other weights on an AVX2 and on an AVX-512 machine.
+KERNEL_SETTINGS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OMP_NUM_THREADS")
+
+
+def cpu_kernels() -> str | None:
+    """The vector instruction set torch's CPU kernels use in this process (e.g. AVX2, AVX512), if torch is installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def environment() -> dict[str, Any]:
-    """What a run's numbers depend on besides its config and seed: package versions, CPU, Python, threads."""
+    """What a run's numbers depend on besides its config and seed: package versions, CPU and its kernels, Python."""
     return {"versions": package_versions(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
+            "cpu_kernels": cpu_kernels(),
+            "kernel_settings": {name: os.environ[name] for name in KERNEL_SETTINGS if name in os.environ},
             "python": platform.python_version(), "platform": platform.platform()}
 
 

@@ -421,12 +421,15 @@ def world_bootstrap(
     out: Annotated[Path | None, typer.Option(help="Policy folder to write (default: the cache, ~/.cache/sws).")] = None,
     steps: Annotated[int | None, typer.Option(help="Supervised steps (default: arith.bootstrap_steps).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the weights and the training data.")] = 0,
+    misconception_rate: Annotated[float | None, typer.Option(
+        help="Share of carrying and borrowing examples answered wrongly (default: arith.misconception_rate).",
+        min=0.0, max=1.0)] = None,
     n_per_category: NPerCategoryOpt = None,
 ) -> None:
     """Warm-start the tiny policy on an uneven mix (reused if cached), then print its accuracy per category."""
     from sws.worlds.arith.bootstrap import bootstrap_policy
 
-    folder = bootstrap_policy(out, steps, seed)
+    folder = bootstrap_policy(out, steps, seed, misconception_rate)
     print(folder)
     _print_accuracy(folder, n_per_category, 12345, f"greedy accuracy of {folder}")
 

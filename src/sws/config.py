@@ -61,6 +61,9 @@ class ArithConfig(Section):
     n_eval_per_category: int = Field(50, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
     bootstrap_steps: int = Field(1200, ge=1)
+    # Share of the warm start's carrying additions and borrowing subtractions answered with a column
+    # misconception (dropped carry, smaller digit from larger); 0 gives a policy without them.
+    misconception_rate: float = Field(0.6, ge=0, le=1)
 
 
 class PrepareConfig(Section):

@@ -36,7 +36,7 @@ def bootstrap_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> None:
     """Build (or reuse from ~/.cache/sws) the warm-started tiny policy that initial training starts from."""
     from sws.worlds.arith.bootstrap import bootstrap_policy
 
-    bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed)
+    bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed, misconception_rate=cfg.arith.misconception_rate)
 
 
 def seed_set_path(run_dir: Path) -> Path:

@@ -110,7 +110,7 @@ def start_checkpoint(cfg: PipelineConfig) -> Path | None:
         return None
     from sws.worlds.arith.bootstrap import cached_bootstrap_policy
 
-    return cached_bootstrap_policy(cfg.arith.bootstrap_steps, cfg.seed)
+    return cached_bootstrap_policy(cfg.arith.bootstrap_steps, cfg.seed, cfg.arith.misconception_rate)
 
 
 def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:

@@ -410,12 +410,16 @@ def environment_section(page: Page) -> Section:
     title = "Environment"
     evaluated = evaluate.summary_path(page.run_dir).is_file()
     recorded = evaluate.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
-    rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")), ("Python", recorded.get("python")),
+    settings = ", ".join(f"{name}={value}" for name, value in recorded.get("kernel_settings", {}).items())
+    rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")),
+            ("CPU kernels", recorded.get("cpu_kernels")), ("kernel settings", settings or "none"),
+            ("Python", recorded.get("python")),
             ("platform", recorded.get("platform")),
             *((package, version) for package, version in sorted(recorded.get("versions", {}).items()))]
-    body = paragraph(f"Where {'`sws eval`' if evaluated else 'this report'} ran. Training and sampling use float kernels whose results can differ "
-                     "between CPU models and library versions, so the same config and seed can give other "
-                     "numbers elsewhere.")
+    body = paragraph(f"Where {'`sws eval`' if evaluated else 'this report'} ran. Training and sampling use float "
+                     "kernels chosen by the CPU's vector instructions (CPU kernels) and library versions, so the "
+                     "same config and seed give the same numbers only where these match; `make demo` pins the "
+                     "kernels (ATEN_CPU_CAPABILITY, MKL_CBWR) so that x86 machines with AVX2 agree.")
     table = pl.DataFrame({"component": [name for name, _ in rows], "version": [str(value) for _, value in rows]})
     return Section(title, body + html_table(table))
 

@@ -94,7 +94,8 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
     stage_config: dict[str, Any] = {
         "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
         "train": cfg.train.model_dump(mode="json", exclude=not_deciding),
-        "init_model": str(init_model) if init_model is not None else {"bootstrap_steps": cfg.arith.bootstrap_steps},
+        "init_model": str(init_model) if init_model is not None else {
+            "bootstrap_steps": cfg.arith.bootstrap_steps, "misconception_rate": cfg.arith.misconception_rate},
     }
     inputs = [table_path(run_dir, dataset)]
     if init_model is not None and init_model.is_dir():
@@ -199,4 +200,5 @@ def _init_model(cfg: PipelineConfig, run_dir: Path, kind: str, config_file: Path
 def _bootstrap_policy(cfg: PipelineConfig) -> Path:
     from sws.worlds.arith import bootstrap_policy
 
-    return bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed)
+    return bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed,
+                            misconception_rate=cfg.arith.misconception_rate)

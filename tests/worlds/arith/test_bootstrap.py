@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from sws.config import EngineConfig
+from sws.config import ArithConfig, EngineConfig
 from sws.engines import Request, make_engine
 from sws.grading import extract_answer
 from sws.policy import policy_prompt
@@ -16,6 +16,8 @@ from sws.worlds.arith.bootstrap import (
     cached_bootstrap_policy,
     training_example,
 )
+from sws.worlds.arith.expressions import parse
+from sws.worlds.arith.misconceptions import misconceived_answer
 
 SHORT_STEPS = 40
 
@@ -39,6 +41,26 @@ def test_the_mix_is_uneven_and_weak_categories_come_late_and_rarely():
     assert min(late[c] for c in strong) > 1.5 * max(late[c] for c in weak)
 
 
+def test_a_share_of_carrying_and_borrowing_examples_teach_the_misconception():
+    rng = random.Random(2)
+    taught, applicable = Counter(), Counter()
+    for _ in range(4000):
+        prompt, completion = training_example(rng, 0.9, misconception_rate=0.6)
+        expression = prompt.strip().removeprefix("Compute ").rstrip(".")
+        wrong = misconceived_answer(parse(expression))
+        answer = completion.removeprefix("\\boxed{").removesuffix("}")
+        if wrong is None:
+            assert answer == solve(prompt).answer  # every other example is right
+            continue
+        kind = "addition" if "+" in expression else "subtraction"
+        applicable[kind] += 1
+        taught[kind] += answer == str(wrong)
+        assert answer in (str(wrong), solve(prompt).answer)
+    for kind in ("addition", "subtraction"):
+        assert applicable[kind] > 150
+        assert 0.5 < taught[kind] / applicable[kind] < 0.7
+
+
 def test_hard_problems_are_never_shown():
     rng = random.Random(1)
     hard_texts = {p.problem for p in generate_problems(1500, seed=1, levels=["hard"])}
@@ -50,18 +72,21 @@ def test_another_policy_shape_is_another_cache_entry(monkeypatch):
     from sws.worlds.arith import policy
     from sws.worlds.arith.bootstrap import bootstrap_settings, settings_hash
 
-    shipped = settings_hash(bootstrap_settings(100, seed=0))
+    shipped = settings_hash(bootstrap_settings(100, seed=0, misconception_rate=0.6))
+    assert settings_hash(bootstrap_settings(100, seed=0, misconception_rate=0.5)) != shipped
     monkeypatch.setattr(policy, "HIDDEN_SIZE", 2 * policy.HIDDEN_SIZE)
-    assert settings_hash(bootstrap_settings(100, seed=0)) != shipped
+    assert settings_hash(bootstrap_settings(100, seed=0, misconception_rate=0.6)) != shipped
 
 
 @pytest.mark.slow
 def test_short_bootstrap_answers_in_boxes_the_grader_reads_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SWS_CACHE", str(tmp_path / "cache"))
-    assert cached_bootstrap_policy(SHORT_STEPS, seed=0) is None
+    rate = ArithConfig().misconception_rate
+    assert cached_bootstrap_policy(SHORT_STEPS, 0, rate) is None
     folder = bootstrap_policy(steps=SHORT_STEPS, seed=0)
-    assert cached_bootstrap_policy(SHORT_STEPS, seed=0) == folder
-    assert cached_bootstrap_policy(SHORT_STEPS + 1, seed=0) is None
+    assert cached_bootstrap_policy(SHORT_STEPS, 0, rate) == folder
+    assert cached_bootstrap_policy(SHORT_STEPS + 1, 0, rate) is None
+    assert cached_bootstrap_policy(SHORT_STEPS, 0, 0.0) is None
     assert folder.parent == tmp_path / "cache" / "policies"
     assert json.loads((folder / MARKER).read_text())["steps"] == SHORT_STEPS
     weights = folder / "model.safetensors"

@@ -3,7 +3,9 @@
 The mix decides what the policy is good at: addition, subtraction and multiplication get two thirds of the
 data from the first step; remainders, precedence and multi-step the rest, and only from 20 % of training on,
 which leaves them weak but learnable (easy problems mostly solved, medium ones rarely). Only easy and medium
-problems are shown (easy first), so hard ones measure how far the skill carries.
+problems are shown (easy first), so hard ones measure how far the skill carries. A share of the carrying
+additions and borrowing subtractions (`misconception_rate`) is answered with a column misconception
+(`sws.worlds.arith.misconceptions`), so the policy applies a wrong procedure part of the time.
 The result is cached under `~/.cache/sws/policies/<hash of settings>/` (or `$SWS_CACHE/policies/...`) with a
 completion marker, so the demo builds it once; a lock makes concurrent callers wait for one build.
 """
@@ -25,10 +27,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from sws import ui
 from sws.config import ArithConfig
 from sws.policy import policy_prompt
-from sws.worlds.arith.families import families_of, sample_problem
+from sws.worlds.arith.expressions import parse
+from sws.worlds.arith.families import expression_text, families_of, sample_problem
+from sws.worlds.arith.misconceptions import misconceived_answer
 from sws.worlds.arith.policy import architecture, build_policy
 
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 MARKER = "BOOTSTRAP_COMPLETE.json"
 # category -> (share of training examples, fraction of training after which it appears)
 BOOTSTRAP_MIX: dict[str, tuple[float, float]] = {
@@ -53,16 +57,19 @@ def cache_root() -> Path:
     return Path(os.environ.get("SWS_CACHE", Path.home() / ".cache" / "sws")).expanduser()
 
 
-def data_fingerprint(seed: int) -> str:
+def data_fingerprint(seed: int, misconception_rate: float) -> str:
     """A hash of sample training examples, so a change to the problem families invalidates cached policies."""
     rng = random.Random(seed)
-    examples = [training_example(rng, progress / 100) for progress in range(100) for _ in range(3)]
+    examples = [training_example(rng, progress / 100, misconception_rate) for progress in range(100) for _ in range(3)]
     return hashlib.sha256(json.dumps(examples).encode()).hexdigest()[:16]
 
 
-def bootstrap_settings(steps: int, seed: int) -> dict:
+def bootstrap_settings(steps: int, seed: int, misconception_rate: float) -> dict:
     return {
-        "recipe": RECIPE_VERSION, "data": data_fingerprint(seed), "steps": steps, "seed": seed,
+        "recipe": RECIPE_VERSION, "data": data_fingerprint(seed, misconception_rate), "steps": steps, "seed": seed,
+        "misconception_rate": misconception_rate,
+        # Weights trained with other vector kernels differ (see artifacts.KERNEL_SETTINGS): not the same policy.
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
         "architecture": architecture(),
@@ -83,17 +90,23 @@ def is_complete(folder: Path, settings: dict) -> bool:
         return False
 
 
-def training_example(rng: random.Random, progress: float = 1.0) -> tuple[str, str]:
+def training_example(rng: random.Random, progress: float = 1.0, misconception_rate: float = 0.0) -> tuple[str, str]:
     """One (prompt, completion) pair of the uneven mix, at a point `progress` in [0, 1] of training.
 
     Early on only easy problems of the strong categories appear; medium problems and the weak categories join
-    later (LEVEL_START, BOOTSTRAP_MIX), so the weak ones get fewer examples over fewer steps.
+    later (LEVEL_START, BOOTSTRAP_MIX), so the weak ones get fewer examples over fewer steps. A problem that a
+    column misconception applies to is answered with it with probability `misconception_rate`.
     """
     categories = [name for name, (_, start) in BOOTSTRAP_MIX.items() if progress >= start]
     category = rng.choices(categories, weights=[BOOTSTRAP_MIX[name][0] for name in categories])[0]
     level = rng.choice([level for level, start in LEVEL_START.items() if progress >= start])
     problem = sample_problem(rng.choice(families_of(category, level)), rng)
-    return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{problem.answer}}}"
+    answer = problem.answer
+    if misconception_rate > 0:
+        wrong = misconceived_answer(parse(expression_text(problem)))
+        if wrong is not None and rng.random() < misconception_rate:
+            answer = str(wrong)
+    return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{answer}}}"
 
 
 def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -115,7 +128,7 @@ def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch
     return ids, mask, labels
 
 
-def train_policy(folder: Path, steps: int, seed: int) -> None:
+def train_policy(folder: Path, steps: int, seed: int, misconception_rate: float) -> None:
     """Supervised training of the policy in `folder`, in place: AdamW, one thread, completion tokens only."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
@@ -137,7 +150,7 @@ def train_policy(folder: Path, steps: int, seed: int) -> None:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(seed)
     for step in ui.track(range(steps), "bootstrap policy", total=steps):
-        examples = [training_example(rng, step / steps) for _ in range(BATCH_SIZE)]
+        examples = [training_example(rng, step / steps, misconception_rate) for _ in range(BATCH_SIZE)]
         ids, mask, labels = _batch(tokenizer, examples)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
@@ -153,20 +166,23 @@ def cached_folder(settings: dict) -> Path:
     return cache_root() / "policies" / settings_hash(settings)
 
 
-def cached_bootstrap_policy(steps: int, seed: int) -> Path | None:
+def cached_bootstrap_policy(steps: int, seed: int, misconception_rate: float) -> Path | None:
     """The cached policy built with these settings, or None when it has not been built (never trains)."""
-    settings = bootstrap_settings(steps, seed)
+    settings = bootstrap_settings(steps, seed, misconception_rate)
     folder = cached_folder(settings)
     return folder if is_complete(folder, settings) else None
 
 
-def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0) -> Path:
+def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0,
+                     misconception_rate: float | None = None) -> Path:
     """The warm-started tiny policy folder: reused if already built with these settings, else trained.
 
-    Without `out_dir` it lives in the cache, keyed by its settings; `steps` defaults to ArithConfig's.
+    Without `out_dir` it lives in the cache, keyed by its settings; `steps` and `misconception_rate` default
+    to ArithConfig's.
     """
     steps = ArithConfig().bootstrap_steps if steps is None else steps
-    settings = bootstrap_settings(steps, seed)
+    misconception_rate = ArithConfig().misconception_rate if misconception_rate is None else misconception_rate
+    settings = bootstrap_settings(steps, seed, misconception_rate)
     target = Path(out_dir) if out_dir is not None else cached_folder(settings)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Concurrent callers (parallel test sessions, two demos) wait for one build instead of training twice.
@@ -178,7 +194,7 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
         building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             build_policy(building, seed=seed)
-            train_policy(building, steps, seed)
+            train_policy(building, steps, seed, misconception_rate)
             marker = {"settings_hash": settings_hash(settings), **settings}
             (building / MARKER).write_text(json.dumps(marker) + "\n")
             if target.exists():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 
-from sws.worlds.arith.families import ArithProblem, families_of, sample_problem
+from sws.worlds.arith.families import ArithProblem, expression_text, families_of, sample_problem
 
 
 def near_miss(value: int, rng: random.Random) -> int:
@@ -23,7 +23,7 @@ def near_miss(value: int, rng: random.Random) -> int:
 
 def _ill_posed(problem: ArithProblem, rng: random.Random) -> str:
     """An unknown in place of a number, a vague extra quantity, or a remainder modulo zero."""
-    expression = _expression_text(problem)
+    expression = expression_text(problem)
     roll = rng.random()
     if roll < 0.6:
         number = rng.choice(list(re.finditer(r"\d+", expression)))
@@ -37,7 +37,7 @@ def _ill_posed(problem: ArithProblem, rng: random.Random) -> str:
 
 def _multi_part(problem: ArithProblem, rng: random.Random) -> str:
     other = sample_problem(rng.choice(families_of(problem.category)), rng)
-    first, second = _expression_text(problem), _expression_text(other)
+    first, second = expression_text(problem), expression_text(other)
     wordings = (
         f"Compute {first}. Then compute {second}.",
         f"(a) Compute {first}. (b) Compute {second}.",
@@ -62,12 +62,8 @@ def _multiple_choice(problem: ArithProblem, rng: random.Random) -> str:
     return rng.choice(wordings)
 
 
-def _expression_text(problem: ArithProblem) -> str:
-    return problem.problem.removeprefix("Compute ").rstrip(".")
-
-
 def _proof(problem: ArithProblem, rng: random.Random) -> str:
-    expression, value = _expression_text(problem), int(problem.answer)
+    expression, value = expression_text(problem), int(problem.answer)
     wordings = (
         f"Prove that {expression} = {value}.",
         f"Show that {expression} is {'even' if value % 2 == 0 else 'odd'}.",
@@ -77,7 +73,7 @@ def _proof(problem: ArithProblem, rng: random.Random) -> str:
 
 
 def _true_false(problem: ArithProblem, rng: random.Random) -> str:
-    expression, value = _expression_text(problem), int(problem.answer)
+    expression, value = expression_text(problem), int(problem.answer)
     claimed = value if rng.random() < 0.5 else near_miss(value, rng)
     wordings = (
         f"True or false: {expression} = {claimed}.",
@@ -91,7 +87,7 @@ def _answer_leak(problem: ArithProblem, rng: random.Random) -> str:
     wordings = (
         f"{problem.problem} The answer is {problem.answer}.",
         f"{problem.problem} (Hint: the result is {problem.answer}.)",
-        f"Compute {_expression_text(problem)} = {problem.answer}.",
+        f"Compute {expression_text(problem)} = {problem.answer}.",
     )
     return rng.choice(wordings)
 

@@ -44,6 +44,11 @@ def problem_text(expression: Node) -> str:
     return f"Compute {render(expression)}."
 
 
+def expression_text(problem: ArithProblem) -> str:
+    """The expression a problem's text asks for: `Compute 47+85.` → `47+85`."""
+    return problem.problem.removeprefix("Compute ").rstrip(".")
+
+
 def _pair(op: str, a: int, b: int, parenthesized: bool = False) -> BinOp:
     return BinOp(op, Num(a), Num(b), parenthesized)
 
@@ -102,6 +107,11 @@ def _add_carry(rng: random.Random) -> Node:
     return _pair("+", a, b)
 
 
+def _add_carry_small(rng: random.Random) -> Node:
+    a, b = _until(lambda: (rng.randint(11, 89), rng.randint(2, 9)), has_carry)
+    return _pair("+", *_swap(rng, a, b))
+
+
 def _add_three_terms(rng: random.Random) -> Node:
     return _chain([rng.randint(1, 9) for _ in range(3)], ["+", "+"])
 
@@ -129,6 +139,11 @@ def _sub_two_digit(rng: random.Random) -> Node:
 
 def _sub_borrow(rng: random.Random) -> Node:
     a, b = _until(lambda: (rng.randint(20, 99), rng.randint(10, 89)), lambda a, b: a > b and has_borrow(a, b))
+    return _pair("-", a, b)
+
+
+def _sub_borrow_small(rng: random.Random) -> Node:
+    a, b = _until(lambda: (rng.randint(21, 99), rng.randint(2, 9)), has_borrow)
     return _pair("-", a, b)
 
 
@@ -220,6 +235,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("add_one_digit", "addition", "easy", (c.ADDITION, c.ONE_DIGIT), _add_one_digit),
     Family("add_teen_and_digit", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_teen_and_digit),
     Family("add_no_carry", "addition", "medium", (c.ADDITION, *_DIGITS_2), _add_no_carry),
+    Family("add_carry_small", "addition", "medium", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry_small),
     Family("add_carry", "addition", "hard", (c.ADDITION, c.CARRYING, *_DIGITS_2), _add_carry),
     Family("add_three_terms", "addition", "hard", (c.ADDITION, c.THREE_ADDENDS, c.ONE_DIGIT), _add_three_terms),
     Family("sub_one_digit", "subtraction", "easy", (c.SUBTRACTION, c.ONE_DIGIT), _sub_one_digit),
@@ -227,6 +243,8 @@ FAMILIES: tuple[Family, ...] = (
            _sub_within_twenty),
     Family("sub_small", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_small),
     Family("sub_two_digit", "subtraction", "medium", (c.SUBTRACTION, *_DIGITS_2), _sub_two_digit),
+    Family("sub_borrow_small", "subtraction", "medium", (c.SUBTRACTION, c.BORROWING, *_DIGITS_2),
+           _sub_borrow_small),
     Family("sub_borrow", "subtraction", "hard", (c.SUBTRACTION, c.BORROWING, *_DIGITS_2), _sub_borrow),
     Family("mul_small", "multiplication", "easy", (c.MULTIPLICATION, c.TIMES_TABLE, c.ONE_DIGIT), _mul_small),
     Family("mul_table", "multiplication", "medium", (c.MULTIPLICATION, c.TIMES_TABLE, c.ONE_DIGIT), _mul_table),
