@@ -354,7 +354,8 @@ def sample(
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, each evaluated by `sws eval`.")],
 ) -> None:
-    """Augmented − baseline on the weak problems across runs (seeds): each run's, their mean and spread."""
+    """Augmented − baseline on the weak problems (and weak_like) across runs (seeds): each run's, their mean, sd
+    and standard error, and whether each mean exceeds two standard errors."""
     from rich.console import Console
 
     from sws import compare as comparison

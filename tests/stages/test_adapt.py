@@ -1,5 +1,6 @@
 """Difficulty-adaptive regeneration inside `sws filter`, on a small arith run with the oracle as teacher and a
-scripted policy whose accuracy falls with the size of a problem's numbers, as a real small policy's does."""
+scripted policy whose accuracy falls with the number of multi-digit numbers in a problem, as a small real
+policy's does."""
 
 from __future__ import annotations
 
@@ -18,14 +19,13 @@ from sws.worlds.arith.families import FAMILY_BY_NAME, sample_problem
 ROLLOUTS = 8
 
 
-def largest_number(problem: str) -> int:
-    return max(int(number) for number in re.findall(r"\d+", problem))
+def multi_digit_numbers(problem: str) -> int:
+    return sum(len(number) > 1 for number in re.findall(r"\d+", problem))
 
 
 def solved_samples(problem: str) -> int:
-    """Of 8 samples: all below 10, half up to 19, none from 20 on."""
-    largest = largest_number(problem)
-    return ROLLOUTS if largest < 10 else ROLLOUTS // 2 if largest < 20 else 0
+    """Of 8 samples: all with one-digit numbers only, half with one multi-digit number, none with more."""
+    return (ROLLOUTS, ROLLOUTS // 2, 0)[min(multi_digit_numbers(problem), 2)]
 
 
 def scripted_policy(monkeypatch) -> ScriptedEngine:
@@ -40,7 +40,8 @@ def scripted_policy(monkeypatch) -> ScriptedEngine:
 
 
 def write_round_zero(run_dir: Path) -> pl.DataFrame:
-    """Generated and labeled problems of round 0: borrowing subtractions the policy never solves, one-digit ones it always does."""
+    """Generated and labeled problems of round 0: two-digit borrowing subtractions the policy never solves,
+    one-digit ones it always does."""
     import random
 
     rng = random.Random(5)
@@ -83,7 +84,7 @@ def test_problems_never_solved_come_back_easier_and_the_band_keeps_them(tmp_path
     adapted = adapted.join(easier.select("set_id", "source_problem"), on="set_id")
     assert adapted.height >= 4
     for problem, source in adapted.select("problem", "source_problem").iter_rows():
-        assert largest_number(problem) < largest_number(source)
+        assert multi_digit_numbers(problem) < multi_digit_numbers(source)
         assert "subtraction with borrowing" in solve(problem).concepts
     rejected = read_parquet(rejected_path(tmp_path, "filtered"))
     assert set(rejected.filter(pl.col("round") == 0)["syn_id"]) == set(labeled["syn_id"])
