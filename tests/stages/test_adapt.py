@@ -45,7 +45,7 @@ def write_round_zero(run_dir: Path) -> pl.DataFrame:
     import random
 
     rng = random.Random(5)
-    problems = [sample_problem(FAMILY_BY_NAME[name], rng) for name in ["sub_borrow_small"] * 6 + ["sub_one_digit"] * 3]
+    problems = [sample_problem(FAMILY_BY_NAME[name], rng) for name in ["sub_borrow"] * 6 + ["sub_one_digit"] * 3]
     labeled = pl.DataFrame({
         "syn_id": [f"syn-{index}" for index in range(len(problems))],
         "category": [problem.category for problem in problems],
@@ -74,7 +74,7 @@ def test_problems_never_solved_come_back_easier_and_the_band_keeps_them(tmp_path
     result = difficulty.run(adapt_config(rounds=1, harder=True), tmp_path)
 
     requests = read_table(tmp_path, "adapt/round-1/concept_sets")
-    never = set(labeled.filter(pl.col("level") == "medium")["syn_id"])
+    never = set(labeled.filter(pl.col("problem").str.contains("-") & (pl.col("level") == "hard"))["syn_id"])
     easier = requests.filter(pl.col("direction") == "easier")
     assert set(easier["source_syn_id"]) == never
     assert set(requests.filter(pl.col("direction") == "harder")["source_syn_id"]) == set(labeled["syn_id"]) - never
