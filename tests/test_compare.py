@@ -12,7 +12,8 @@ from sws.config import PipelineConfig, save_run_config
 from sws.errors import UserError
 
 
-def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: float | None, like: tuple | None = None) -> Path:
+def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: float | None, like: tuple | None = None,
+                  kernels: str = "AVX2") -> Path:
     run = root / f"run-s{seed}"
     save_run_config(run, PipelineConfig(seed=seed))
     summary = {f"weak_solved_{name}": {"overall": share, "per_category": {}}
@@ -20,7 +21,8 @@ def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: floa
     if like is not None:
         summary |= {f"weak_like_solved_{name}": {"overall": share, "per_category": {}}
                     for name, share in zip(("baseline", "augmented"), like, strict=True)}
-    write_json(run / "summary.json", {**summary, "n_weak": 100})
+    environment = {"cpu_kernels": kernels, "versions": {"torch": "2.13.0", "trl": "0.29.0"}}
+    write_json(run / "summary.json", {**summary, "n_weak": 100, "environment": environment})
     return run
 
 
@@ -118,3 +120,13 @@ def test_cli_prints_the_table_and_an_unevaluated_run_is_one_error_line(tmp_path:
     assert missing.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'never-evaluated' / 'summary.json'}: not found; "
         f"run `sws eval --run {tmp_path / 'never-evaluated'}` first"]
+
+
+def test_runs_on_other_cpu_kernels_get_a_note_and_alike_runs_none(tmp_path: Path) -> None:
+    alike = [str(evaluated_run(tmp_path / "a", seed, 0.2, 0.25)) for seed in (0, 1)]
+    assert "note:" not in CliRunner().invoke(app, ["compare", *alike]).output
+    mixed = [alike[0], str(evaluated_run(tmp_path / "b", 2, 0.2, 0.25, kernels="AVX512"))]
+    result = CliRunner().invoke(app, ["compare", *mixed])
+    assert result.exit_code == 0, result.output
+    assert "note: the runs differ in CPU kernels," in result.output
+    assert "torch" not in result.output.split("note:")[1].split(",")[0]

@@ -364,6 +364,9 @@ def compare(
     console = Console()
     console.print(comparison.comparison_table(results))
     console.print(comparison.verdict(results))
+    note = comparison.machine_note(results)
+    if note:
+        console.print(note)
 
 
 @command("run", epilog="Example: sws run pipelines/demo.yaml --run runs/demo --seed 1")

@@ -34,6 +34,19 @@ class RunResult:
     seed: int | None  # from the run's config.yaml
     solved: dict[str, float | None]  # checkpoint -> overall share of weak problems solved
     gaps: dict[str, float | None]  # GAPS prefix -> augmented − baseline, overall; None when not measured
+    machine: tuple[tuple[str, str], ...]  # what its numbers depend on besides config and seed (MACHINE_FIELDS)
+
+
+# Packages whose kernels decide a run's numbers, besides the CPU kernels themselves.
+NUMERIC_PACKAGES = ("torch", "transformers", "trl")
+
+
+def machine_of(summary: dict) -> tuple[tuple[str, str], ...]:
+    """The CPU kernels and numeric package versions a run was evaluated with (as `sws eval` recorded them)."""
+    recorded = summary.get("environment", {})
+    versions = recorded.get("versions", {})
+    return (("CPU kernels", str(recorded.get("cpu_kernels"))),
+            *((package, str(versions.get(package))) for package in NUMERIC_PACKAGES))
 
 
 def run_result(run_dir: Path) -> RunResult:
@@ -57,6 +70,7 @@ def run_result(run_dir: Path) -> RunResult:
               if run_config_path(run_dir).is_file() else None),
         solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS},
         gaps={prefix: gap(prefix) for prefix in GAPS},
+        machine=machine_of(summary),
     )
 
 
@@ -148,3 +162,13 @@ def verdict(results: list[RunResult]) -> str:
             line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"
         lines.append(line)
     return "\n".join(lines)
+
+
+def machine_note(results: list[RunResult]) -> str | None:
+    """A warning when the runs did not all run on the same kernels and package versions, else None."""
+    if len({result.machine for result in results}) <= 1:
+        return None
+    differing = [name for index, (name, _) in enumerate(results[0].machine)
+                 if len({result.machine[index][1] for result in results}) > 1]
+    return (f"note: the runs differ in {', '.join(differing)}, so seeds are not the only difference between them "
+            "(see each summary.json's environment)")
