@@ -113,6 +113,18 @@ def test_verl_acc_wins_over_score_and_score_counts_above_one_half(tmp_path: Path
     assert as_rows(rollouts_from_verl_dumps(dump, problems)) == [(12, pid, 5, 3)]
 
 
+def test_verl_responses_the_reward_could_not_grade_count_in_no_n(tmp_path: Path) -> None:
+    problems = fixture_problems()
+    right, slow = problems["problem_id"][0], problems["problem_id"][1]
+    dump = write_dump(tmp_path / "dump", "3.jsonl", [
+        {"input": "x", "score": 1.0, "step": 3, "acc": True, "graded": True, "problem_id": right},
+        {"input": "x", "score": 0.0, "step": 3, "acc": False, "graded": False, "problem_id": right},
+        {"input": "x", "score": 0.0, "step": 3, "acc": False, "problem_id": right},  # another reward: graded
+        {"input": "x", "score": 0.0, "step": 3, "acc": False, "graded": False, "problem_id": slow},
+    ])
+    assert as_rows(rollouts_from_verl_dumps(dump, problems)) == [(3, right, 2, 1)]
+
+
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "not valid JSONL"),
     ('{"input": "x", "score": 1, "problem_id": "math-train-0002"}\n', "1 lines lack a numeric 'step'"),

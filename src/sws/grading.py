@@ -2,9 +2,12 @@
 
 math-verify turns LaTeX into SymPy, and SymPy can run for ever on hostile input (`9^{9^{9^{9}}}`) inside C code
 that no signal interrupts; its own timeout also relies on `signal.alarm`, which only works in a main thread.
-So every comparison runs in a worker process of a `GradingPool`: a pair that misses its deadline is graded
-False, and its worker is killed and replaced. Two cheap cases skip math-verify: identical normalised spellings
-are equivalent, and two plain integers are compared as integers in the calling process.
+So every comparison runs in a worker process of a `GradingPool`: a pair that misses its deadline (or whose
+worker dies) is left ungraded, and its worker is killed and replaced. A verdict is True (equivalent), False (not
+shown equivalent, or no prediction) or None (ungraded): a comparison that ran out of time says nothing about the
+answer, so callers leave it out of their counts rather than count it wrong. Two cheap cases skip math-verify:
+identical normalised spellings are equivalent, and two plain integers are compared as integers in the calling
+process.
 
 Answers are strings as `extract_answer` returns them (not whole model outputs); a gold answer or prediction
 without math delimiters is wrapped in `$…$` before parsing, since math-verify finds nothing in bare LaTeX.
@@ -21,6 +24,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -28,6 +32,9 @@ from typing import Any
 DEFAULT_DEADLINE_S = 5.0
 WORKER_START_TIMEOUT_S = 120.0
 _READY = "ready"
+
+# True: equivalent; False: not shown equivalent (or no prediction); None: ungraded (deadline passed, worker died).
+Verdict = bool | None
 
 # ---------------------------------------------------------------- extraction
 
@@ -197,10 +204,11 @@ class GradingPool:
         self._lock = threading.Lock()
         self.timeouts = 0
 
-    def grade(self, pairs: list[tuple[str, str | None]]) -> list[bool]:
-        """For each (gold, pred) pair, whether pred is equivalent to gold; a missing pred or a timeout is False."""
+    def grade(self, pairs: list[tuple[str, str | None]]) -> list[Verdict]:
+        """For each (gold, pred) pair, whether pred is equivalent to gold: a missing pred is False, a pair past its
+        deadline (or whose worker died) None."""
         with self._lock:
-            verdicts: list[bool | None] = [None] * len(pairs)
+            verdicts: list[Verdict] = [None] * len(pairs)
             pending: deque[int] = deque()
             for index, (gold, pred) in enumerate(pairs):
                 if pred is None or not normalize_answer(pred) or not normalize_answer(gold):
@@ -219,9 +227,9 @@ class GradingPool:
                 except BaseException:  # e.g. Ctrl-C: unanswered pairs would be read as answers to the next call
                     self._stop_all()
                     raise
-            return [bool(verdict) for verdict in verdicts]
+            return verdicts
 
-    def _run(self, pairs: list[tuple[str, str | None]], pending: deque[int], verdicts: list[bool | None]) -> None:
+    def _run(self, pairs: list[tuple[str, str | None]], pending: deque[int], verdicts: list[Verdict]) -> None:
         while len(self._workers) < self.n_workers:
             self._workers.append(self._start_worker())
         outstanding = len(pending)
@@ -242,7 +250,7 @@ class GradingPool:
                                 "a grading worker exited during start-up; a script that grades must start from "
                                 "`if __name__ == '__main__':` (spawned workers import the main module)"
                             ) from None
-                        outstanding -= self._give_up_oldest(slot, verdicts, pending)
+                        outstanding -= self._give_up_oldest(slot, pending)
                         continue
                     if message == _READY:
                         worker.ready = True
@@ -254,7 +262,7 @@ class GradingPool:
                     raise RuntimeError(f"a grading worker did not start within {WORKER_START_TIMEOUT_S:.0f} s")
                 elif worker.in_flight and now > worker.deadline:
                     self.timeouts += 1
-                    outstanding -= self._give_up_oldest(slot, verdicts, pending)
+                    outstanding -= self._give_up_oldest(slot, pending)
 
     def _feed(self, slot: int, pairs: list[tuple[str, str | None]], pending: deque[int]) -> None:
         """Send pending pairs to a ready worker until it has PAIRS_IN_FLIGHT (or one long pair)."""
@@ -274,10 +282,11 @@ class GradingPool:
                 worker.deadline = time.monotonic() + self.deadline_s
             worker.in_flight.append(pending.popleft())
 
-    def _give_up_oldest(self, slot: int, verdicts: list[bool | None], pending: deque[int]) -> int:
-        """Grade the worker's current pair False, requeue the pairs it had not started, and replace it."""
+    def _give_up_oldest(self, slot: int, pending: deque[int]) -> int:
+        """Leave the worker's current pair ungraded (its verdict stays None), requeue the pairs it had not
+        started, and replace the worker."""
         worker = self._workers[slot]
-        verdicts[worker.in_flight.popleft()] = False
+        worker.in_flight.popleft()
         pending.extendleft(reversed(worker.in_flight))
         worker.in_flight.clear()
         worker.process.kill()
@@ -353,14 +362,23 @@ def close_pool() -> None:
 atexit.register(close_pool)
 
 
-def grade_many(pairs: list[tuple[str, str | None]], pool: GradingPool | None = None) -> list[bool]:
-    """Grade (gold, pred) pairs in parallel; a pair past its deadline is False."""
+def grade_many(pairs: list[tuple[str, str | None]], pool: GradingPool | None = None) -> list[Verdict]:
+    """Grade (gold, pred) pairs in parallel; a pair past its deadline is None (ungraded)."""
     return (pool or shared_pool()).grade(pairs)
 
 
 def equivalent(gold: str, pred: str | None, pool: GradingPool | None = None) -> bool:
-    """Whether `pred` states the same answer as `gold` (math-verify, gold first)."""
-    return grade_many([(gold, pred)], pool)[0]
+    """Whether `pred` is known to state the same answer as `gold` (math-verify, gold first); an ungraded
+    comparison is not."""
+    return grade_many([(gold, pred)], pool)[0] is True
+
+
+def graded_counts(verdicts: Sequence[Verdict], group_size: int) -> list[tuple[int, int]]:
+    """(graded, correct) of each run of `group_size` consecutive verdicts (a problem's samples); ungraded
+    verdicts count in neither, so correct / graded is the accuracy over what could be graded."""
+    groups = [verdicts[start:start + group_size] for start in range(0, len(verdicts), group_size)]
+    return [(sum(verdict is not None for verdict in group), sum(verdict is True for verdict in group))
+            for group in groups]
 
 
 @dataclass
@@ -375,7 +393,8 @@ def group_answers(answers: list[str | None], pool: GradingPool | None = None) ->
     """Equivalence classes of answers for majority voting, largest first; None or blank answers join no group.
 
     Spellings are taken most frequent first; each unassigned spelling founds a group and every remaining
-    spelling equivalent to it (founder as gold) joins, so a group's answer is its most common spelling.
+    spelling equivalent to it (founder as gold) joins, so a group's answer is its most common spelling. An
+    ungraded comparison is not known equal: that spelling stays out of the group and founds or joins another.
     """
     members_by_spelling: dict[str, list[int]] = {}
     for index, answer in enumerate(answers):
@@ -387,8 +406,8 @@ def group_answers(answers: list[str | None], pool: GradingPool | None = None) ->
         founder, *others = remaining
         founder_answer = str(answers[founder[0]])
         joins = grade_many([(founder_answer, answers[members[0]]) for members in others], pool)
-        joined = [index for members, join in zip(others, joins, strict=True) if join for index in members]
+        joined = [index for members, join in zip(others, joins, strict=True) if join is True for index in members]
         groups.append(AnswerGroup(founder_answer, sorted(founder + joined)))
-        remaining = [members for members, join in zip(others, joins, strict=True) if not join]
+        remaining = [members for members, join in zip(others, joins, strict=True) if join is not True]
     groups.sort(key=lambda group: len(group.members), reverse=True)
     return groups

@@ -4,7 +4,9 @@ Two formats besides sws's own `rollouts.parquet`:
 - verl `trainer.rollout_data_dir` dumps: one `<step>.jsonl` per training step, one line per sampled response with
   `input, output, gts, score, step` plus whatever the reward function returned (sws's returns `problem_id`,
   `acc`; verl 0.9.1 adds them only with `trainer.use_v1=False`, its v1 trainer writes a random `uid` instead).
-  A response is correct when its `acc` is true, else when its `score` exceeds `CORRECT_SCORE`. Its problem is its
+  A response is correct when its `acc` is true, else when its `score` exceeds `CORRECT_SCORE`; one whose
+  `graded` is false (sws's reward ran out of time grading it) counts in neither `n` nor `n_correct`, and a
+  (step, problem) none of whose responses was graded gets no row. Its problem is its
   `problem_id`, else its `index`, else the problem whose text its prompt (`input`) contains and whose answer is
   its `gts`.
 - the SwS reference trainer's `acc_records.json`: `{"train": {"<index>": [acc, ...]}}`, one accuracy per time the
@@ -34,7 +36,7 @@ CORRECT_SCORE = 0.5
 # An acc_records accuracy is read as the fraction with the smallest denominator up to this (8 of 8 rollouts...).
 MAX_ROLLOUTS_PER_RECORD = 1024
 TEXT_FIELDS = ("problem", "question", "prompt")
-_VERL_FIELDS = ("step", "problem_id", "index", "input", "gts", "acc", "score")
+_VERL_FIELDS = ("step", "problem_id", "index", "input", "gts", "acc", "score", "graded")
 _ACC_SCHEMA = {"index": pl.Int64, "step": pl.Int64, "n": pl.Int64, "n_correct": pl.Int64}
 
 
@@ -177,8 +179,8 @@ def _match_seed_text(value: Any, matcher: PromptMatcher) -> str | None:
 
 
 def read_verl_dumps(dump_dir: Path) -> pl.DataFrame:
-    """Every response line of `<dump_dir>/*.jsonl`: `step, correct, score` and `problem_id, index, input, gts`
-    (nullable)."""
+    """Every response line of `<dump_dir>/*.jsonl`: `step, correct, graded, score` (a line without `graded` is
+    graded) and `problem_id, index, input, gts` (nullable)."""
     dump_dir = Path(dump_dir)
     if not dump_dir.is_dir():
         raise UserError(f"{dump_dir}: not a directory; pass verl's trainer.rollout_data_dir")
@@ -198,6 +200,7 @@ def _read_dump_file(path: Path) -> pl.DataFrame:
     lines = raw.select(
         step=pl.col("step").cast(pl.Float64, strict=False),
         correct=pl.coalesce(acc, score) > CORRECT_SCORE,
+        graded=(pl.col("graded").str.to_lowercase() != "false").fill_null(True),
         score=score,
         problem_id=pl.when(pl.col("problem_id") != "").then("problem_id"),
         index=pl.col("index").cast(pl.Int64, strict=False),
@@ -249,7 +252,8 @@ def rollouts_from_verl_dumps(
                    + (f" with answer '{first['gts']}'" if first["gts"] is not None else ""))
         raise _unmatched(dump_dir, unmatched.height, lines.height, "response lines", example)
     return (
-        lines.group_by("step", "resolved_id")
+        lines.filter("graded")
+        .group_by("step", "resolved_id")
         .agg(n=pl.len().cast(pl.Int64), n_correct=pl.col("correct").sum().cast(pl.Int64))
         .rename({"resolved_id": "problem_id"})
         .sort("step", "problem_id")

@@ -22,8 +22,10 @@ from typer.testing import CliRunner
 from sws.artifacts import read_parquet, read_table, rejected_path
 from sws.cli import app
 from sws.config import PipelineConfig
+from sws.executors import executor_for
 from sws.executors.shards import shards_dir
 from sws.stages import difficulty
+from sws.training.reward import grade_answer_pairs
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -174,3 +176,10 @@ def test_shard_markers_record_how_many_requests_their_shard_answers(tmp_path, ra
 
     counts = sorted(json.loads(path.read_text())["requests"] for path in shards_dir(tmp_path).glob("*.done"))
     assert counts == [2, 4]
+
+
+def test_a_comparison_past_the_grading_deadline_comes_back_ungraded_not_wrong(tmp_path, ray_cluster, slow_to_grade):
+    cfg = PipelineConfig.model_validate({"executor": {"kind": "ray"}, "grading": {"workers": 1, "deadline_s": 0.5}})
+    pairs = [("2", f"\\boxed{{{slow_to_grade}}}"), ("3", "\\boxed{3}"), ("4", "no answer")]
+
+    assert executor_for(cfg, tmp_path).map_graded(grade_answer_pairs, pairs) == [None, True, False]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _synthesis_run import write_labeled
+from _synthesis_run import ScriptedEngine, use_engines, write_labeled
 
-from sws.artifacts import read_parquet, read_table, rejected_path
+from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import difficulty as stage
@@ -65,6 +65,34 @@ def test_both_ends_of_the_band_are_inclusive(tmp_path):
     stage.run(oracle_policy_config(labeler_error=0.0, band=(1.0, 1.0), rollouts=3), tmp_path)
 
     assert read_table(tmp_path, "filtered").height == 12
+
+
+def test_accuracy_is_over_the_graded_rollouts_and_a_problem_with_none_graded_is_rejected_as_ungraded(
+    tmp_path, monkeypatch, slow_to_grade,
+):
+    write_labeled(tmp_path, n=3)
+    answers = dict(read_table(tmp_path, "labeled").select("problem", "answer").iter_rows())
+    never_graded, once_ungraded = list(answers)[:2]
+
+    def respond(request, index):
+        problem = request.fields["problem"]
+        slow = problem == never_graded or (problem == once_ungraded and index == 0)
+        return f"\\boxed{{{slow_to_grade if slow else answers[problem]}}}"
+
+    use_engines(monkeypatch, {"scripted-policy": ScriptedEngine(respond)})
+    cfg = PipelineConfig.model_validate({
+        "roles": {"policy": {"engine": "oracle", "model": "scripted-policy"}},
+        "filter": {"band": [0.0, 1.0], "rollouts": 2}, "grading": {"workers": 1, "deadline_s": 0.5},
+    })
+
+    result = stage.run(cfg, tmp_path)
+
+    scored = read_table(tmp_path, "scored").select("syn_id", "n", "n_correct", "accuracy")
+    assert scored.rows() == [("syn-0", 0, 0, None), ("syn-1", 1, 1, 1.0), ("syn-2", 2, 2, 1.0)]
+    assert read_table(tmp_path, "filtered")["syn_id"].to_list() == ["syn-1", "syn-2"]
+    rejected = read_parquet(rejected_path(tmp_path, "filtered"))
+    assert rejected["syn_id"].to_list() == ["syn-0"] and rejected["reject_reason"][0].startswith("ungraded")
+    assert result.info["ungraded"] == 1 and read_manifest(tmp_path, "score")["info"]["ungraded_samples"] == 3
 
 
 def test_an_empty_policy_model_needs_the_initial_checkpoint(tmp_path):

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from _synthesis_run import ScriptedEngine, use_engines
 
 from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
@@ -72,6 +73,36 @@ def test_a_policy_that_is_always_wrong_solves_none(run_dir: Path) -> None:
     assert weakness["solved"].to_list() == [0.0] * weakness.height
     assert weakness.filter(pl.col("category") == "overall")["n_weak"].to_list() == [8, 8, 8]
     assert read_table(run_dir, "eval/benchmarks")["avg_k"].sum() == 0.0
+
+
+def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, slow_to_grade: str,
+) -> None:
+    problems = read_table(run_dir, "problems")
+    answers = dict(problems.select("problem", "answer").iter_rows())
+    slow_problem = problems["problem"][1]  # weak
+
+    def respond(request, index: int) -> str:
+        problem = request.fields["problem"]
+        greedy = request.temperature == 0
+        slow = problem == slow_problem and (greedy or index == 0)
+        return f"\\boxed{{{slow_to_grade if slow else answers[problem]}}}"
+
+    use_engines(monkeypatch, {str(evaluate.checkpoint_dir(run_dir, "initial")): ScriptedEngine(respond)})
+    cfg = PipelineConfig.model_validate({
+        "roles": {"policy": {"engine": "oracle", "model": ""}},
+        "eval": {"k": 2, "benchmarks": [], "seed_set": False, "checkpoints": ["initial"]},
+        "grading": {"workers": 1, "deadline_s": 0.5},
+    })
+
+    evaluate.run(cfg, run_dir)
+
+    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    assert summary["weak_solved_initial"]["overall"] == 1.0  # 7 of the 7 graded, not 7 of 8
+    assert summary["ungraded"] == {"initial": 2} and summary["n_weak"] == 8
+    per_problem = read_table(run_dir, "eval/problems").filter(pl.col("problem_id") == "p1")
+    assert per_problem.select("greedy_correct", "n", "n_correct").rows() == [(None, 1, 1)]
+    assert read_manifest(run_dir, "eval-initial")["info"]["ungraded"] == 2
 
 
 def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path, run_dir: Path) -> None:

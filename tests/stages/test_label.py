@@ -102,6 +102,25 @@ def test_weak_to_strong_requires_teacher_majority_and_student_agreement(tmp_path
     assert all(request.messages is None and request.n == 8 for request in student_engine.requests)
 
 
+def test_student_agreement_is_over_its_graded_samples_and_none_graded_is_rejected_as_ungraded(
+    tmp_path: Path, monkeypatch, slow_to_grade: str,
+) -> None:
+    teacher = {"graded once": [boxed("12")] * 8, "never graded": [boxed("20")] * 8}
+    student = {"graded once": [boxed(slow_to_grade), boxed("12")], "never graded": [boxed(slow_to_grade)] * 2}
+    write_rated(tmp_path, list(teacher))
+    use_engines(monkeypatch, {"labeler": scripted(teacher), "student": scripted(student)})
+    config = student_config(tmp_path)
+    config.synthesize.student_samples = 2
+    config.grading.workers, config.grading.deadline_s = 1, 0.5
+
+    label.run(config, tmp_path)
+
+    kept = read_table(tmp_path, "labeled")
+    assert kept.select("problem", "student_agreement").rows() == [("graded once", 1.0)]
+    rejected = read_parquet(rejected_path(tmp_path, "labeled"))
+    assert rejected.select("problem", "reject_reason").rows() == [("never graded", "ungraded")]
+
+
 def test_weak_to_strong_without_an_initial_checkpoint_names_the_command(tmp_path: Path) -> None:
     write_rated(tmp_path, ["Compute 1+2."])
     config = labeler_config(weak_to_strong=True)

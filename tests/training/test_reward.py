@@ -2,6 +2,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sws import grading
 from sws.training.reward import CorrectnessReward, completion_text, grade_completions
 from sws.training.rollout_log import RolloutLog
 
@@ -22,6 +23,12 @@ def test_non_integer_answers_are_graded_by_equivalence():
     completions = ["\\boxed{0.5}", "\\boxed{\\frac{1}{3}}", "The answer is \\boxed{1 + x^2}."]
 
     assert grade_completions(answers, completions) == [True, False, True]
+
+
+def test_a_completion_graded_past_the_deadline_is_ungraded_not_wrong(impatient_pool, slow_to_grade):
+    completions = [f"\\boxed{{{slow_to_grade}}}", "no answer at all", "\\boxed{\\frac{8}{2}}"]
+
+    assert grade_completions(["2", "3", "4"], completions, impatient_pool) == [None, False, True]
 
 
 def test_chat_completions_are_read_as_their_message_text():
@@ -56,6 +63,22 @@ def test_a_group_split_between_device_slices_is_logged_as_one_row(tmp_path):
     log.flush()
 
     assert log.table().rows() == [(1, "a", 2, 2), (1, "b", 2, 2)]
+
+
+def test_an_ungraded_completion_gets_no_reward_and_no_place_in_its_groups_n(
+    tmp_path, monkeypatch, impatient_pool, slow_to_grade,
+):
+    monkeypatch.setattr(grading, "shared_pool", lambda *_: impatient_pool)
+    log = RolloutLog(tmp_path / "rollouts")
+    slow = f"\\boxed{{{slow_to_grade}}}"
+
+    rewards = CorrectnessReward(log, group_size=2)(
+        prompts=["x"] * 4, completions=["\\boxed{1}", slow, slow, slow], answer=["1", "1", "2", "2"],
+        problem_id=["a", "a", "b", "b"], trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))
+    log.flush()
+
+    assert rewards == [1.0, 0.0, 0.0, 0.0]
+    assert log.table().rows() == [(1, "a", 1, 1)]  # b: nothing graded, so no accuracy to log
 
 
 def test_only_the_main_process_logs_rollouts(tmp_path):

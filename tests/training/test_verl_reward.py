@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sws import grading
 from sws.grading import DEFAULT_DEADLINE_S
 from sws.training.verl_launch import reward_module_source
 from sws.training.verl_reward import compute_score
@@ -26,13 +27,23 @@ def load_generated_reward(tmp_path: Path):
 def test_a_correct_response_scores_one_and_names_its_problem():
     result = compute_score("arith", "7*6 = 42, so \\boxed{42}", "42", {"problem_id": "p-17", "index": 3})
 
-    assert result == {"score": 1.0, "acc": True, "problem_id": "p-17"}
+    assert result == {"score": 1.0, "acc": True, "graded": True, "problem_id": "p-17"}
 
 
 def test_a_wrong_or_unanswered_response_scores_zero():
     assert compute_score("arith", "\\boxed{41}", "42")["score"] == 0.0
     assert compute_score("math", "I am not sure.", "\\frac{1}{2}", None) == {
-        "score": 0.0, "acc": False, "problem_id": "",
+        "score": 0.0, "acc": False, "graded": True, "problem_id": "",
+    }
+
+
+def test_a_response_graded_past_the_deadline_scores_zero_and_says_it_is_ungraded(
+    monkeypatch, impatient_pool, slow_to_grade,
+):
+    monkeypatch.setattr(grading, "shared_pool", lambda *_: impatient_pool)
+
+    assert compute_score("math", f"\\boxed{{{slow_to_grade}}}", "2", {"problem_id": "p"}) == {
+        "score": 0.0, "acc": False, "graded": False, "problem_id": "p",
     }
 
 
@@ -70,4 +81,4 @@ def test_the_generated_module_imports_in_an_environment_without_sws_dependencies
               "assert 'polars' not in sys.modules and 'pydantic' not in sys.modules\n")
     result = subprocess.run([str(VERL_PYTHON), "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "{'score': 1.0, 'acc': True, 'problem_id': 'p'}"
+    assert result.stdout.strip() == "{'score': 1.0, 'acc': True, 'graded': True, 'problem_id': 'p'}"

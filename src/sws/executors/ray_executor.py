@@ -6,7 +6,8 @@ completions to the run directory; only the shard names come back to the driver, 
 in request order. GPU vLLM teachers and OpenAI-compatible endpoints go through `ray.data.llm` instead
 (`sws.executors.ray_llm`), and write the same shards.
 Grading: batches of items through a pool of CPU actors, each owning a `GradingPool` of one spawned process
-with the pipeline's deadline (math-verify's signal-based timeouts do not work in Ray's worker threads).
+with the pipeline's deadline (math-verify's signal-based timeouts do not work in Ray's worker threads); a pair
+past it comes back ungraded (None), as on the local executor.
 """
 
 from __future__ import annotations

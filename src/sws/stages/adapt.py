@@ -42,10 +42,11 @@ def adapt_set_id(adapt_round: int, direction: str, source_syn_id: str) -> str:
 
 def adapt_requests(scored: pl.DataFrame, adapt_round: int, harder: bool) -> pl.DataFrame:
     """Round `adapt_round`'s concept sets: an easier problem than each scored one never solved, and with
-    `harder` a harder one than each always solved."""
+    `harder` a harder one than each always solved. A problem with no graded sample (accuracy null) asks for
+    neither: its difficulty is unknown."""
     rows = []
     for row in scored.iter_rows(named=True):
-        direction = "easier" if row["n_correct"] == 0 else "harder" if harder and row["n_correct"] == row["n"] else None
+        direction = "easier" if row["accuracy"] == 0 else "harder" if harder and row["accuracy"] == 1 else None
         if direction is not None:
             rows.append({"set_id": adapt_set_id(adapt_round, direction, row["syn_id"]), "category": row["category"],
                          "concepts": row["concepts"], "level": row["level"], "instance": 0, "direction": direction,

@@ -4,14 +4,16 @@ Two stages, plus the adaptive rounds between them when synthesize.adapt_rounds >
 
 - `score`: the policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts`
   answers per labeled problem at the training temperature, graded against the label with `sws.grading`, into
-  `scored.parquet` (n, n_correct, accuracy). Requests go out in shards through the request cache, so a rerun
-  after a kill asks nothing twice.
+  `scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time
+  is ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none
+  was). Requests go out in shards through the request cache, so a rerun after a kill asks nothing twice.
 - adaptive rounds r = 1 .. synthesize.adapt_rounds (`sws.stages.adapt`): the problems round r - 1 scored at
   accuracy 0 (and 1, with synthesize.adapt_harder) go back to the generator for an easier (harder) problem on
   the same concepts; round r's problems are rated, labeled and scored like round 0's, under `adapt/round-<r>/`.
 - `filter`: every round's scored problems whose accuracy lies in the band (both ends inclusive) go to
   `filtered.parquet`, with the `round` that made them (0: the original synthesis); the others to
-  `filtered.rejected.parquet` with their accuracy and the reason. A histogram of the accuracies is drawn to
+  `filtered.rejected.parquet` with their accuracy and the reason (`ungraded` when no sample was graded, since
+  its difficulty is unknown). A histogram of the accuracies is drawn to
   `plots/filter_accuracy.png`; the manifest's `kept_per_round` counts what each round added to the band.
 """
 
@@ -37,6 +39,7 @@ from sws.config import EngineConfig, PipelineConfig, require_roles
 from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
 from sws.executors import executor_for
+from sws.grading import graded_counts
 from sws.llm_calls import request_seed, shared_engines
 from sws.plots import new_figure, plots_dir, save_figure
 from sws.policy import policy_prompt
@@ -46,6 +49,8 @@ from sws.training.reward import grade_answer_pairs
 STAGE = "filter"
 SCORE_STEP = "score"
 PLOT_NAME = "filter_accuracy.png"
+# The reject reason of a problem none of whose samples could be graded in time.
+UNGRADED = "ungraded: no policy answer was graded within grading.deadline_s"
 # Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
 BAND_TOLERANCE = 1e-9
 
@@ -81,14 +86,18 @@ def score(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, adapt_round:
 
     def body() -> StageResult:
         labeled = read_table(run_dir, source)
-        scored = labeled.with_columns(
-            pl.Series("n_correct", policy_correct_counts(cfg, run_dir, policy, labeled), dtype=pl.Int64),
-            pl.lit(cfg.filter.rollouts, dtype=pl.Int64).alias("n"),
-        ).with_columns((pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+        counts = pl.DataFrame(policy_graded_counts(cfg, run_dir, policy, labeled),
+                              schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+        scored = pl.concat([labeled, counts], how="horizontal").with_columns(
+            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"))
         write_table(run_dir, target, scored)
-        counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
+        ungraded = cfg.filter.rollouts * scored.height - int(scored["n"].sum())
+        if ungraded:
+            ui.info(f"filter: {ungraded} policy answers ran out of grading time (grading.deadline_s); they count "
+                    "as ungraded, neither right nor wrong")
+        accuracy_counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
         return StageResult(round_name(SCORE_STEP, adapt_round), rows={target: scored.height},
-                           info={"accuracy_counts": counts})
+                           info={"accuracy_counts": accuracy_counts, "ungraded_samples": ungraded})
 
     return run_stage(run_dir, round_name(SCORE_STEP, adapt_round), config=config, inputs=inputs,
                      outputs=[table_path(run_dir, target)], body=body, force=force)
@@ -103,17 +112,20 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
     def body() -> StageResult:
         scored = pl.concat([read_table(run_dir, name).with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
                             for adapt_round, name in zip(rounds, sources, strict=True)], how="diagonal_relaxed")
-        in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE)
+        in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
         kept, rejected = scored.filter(in_band), scored.filter(~in_band)
         rejected = rejected.with_columns(
-            pl.when(pl.col("accuracy") < low)
+            pl.when(pl.col("accuracy").is_null())
+            .then(pl.lit(UNGRADED))
+            .when(pl.col("accuracy") < low)
             .then(pl.lit(f"too hard: accuracy below {low:g}"))
             .otherwise(pl.lit(f"too easy: accuracy above {high:g}"))
             .alias("reject_reason")
         )
         write_table(run_dir, "filtered", kept)
         write_rejected(run_dir, "filtered", rejected)
-        plot_accuracies(scored["accuracy"].to_list(), (low, high), cfg.filter.rollouts, plots_dir(run_dir) / PLOT_NAME)
+        plot_accuracies(scored["accuracy"].drop_nulls().to_list(), (low, high), cfg.filter.rollouts,
+                        plots_dir(run_dir) / PLOT_NAME)
         per_round = {str(adapt_round): int((kept["round"] == adapt_round).sum()) for adapt_round in rounds}
         added = "" if len(rounds) == 1 else " (per round: " + ", ".join(
             f"{adapt_round}: {count}" for adapt_round, count in per_round.items()) + ")"
@@ -125,6 +137,7 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
                 "band": [low, high],
                 "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
                 "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
+                "ungraded": int(scored["accuracy"].is_null().sum()),
                 "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
                 "kept_per_round": per_round,
             },
@@ -145,10 +158,11 @@ def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
     return cfg.roles.policy.model_copy(update={"model": str(checkpoint)})
 
 
-def policy_correct_counts(
+def policy_graded_counts(
     cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
-) -> list[int]:
-    """Per labeled problem, how many of the policy's `filter.rollouts` samples reach the labeled answer."""
+) -> list[tuple[int, int]]:
+    """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
+    reach the labeled answer."""
     k = cfg.filter.rollouts
     requests = [
         Request(
@@ -160,10 +174,10 @@ def policy_correct_counts(
     ]
     executor = executor_for(cfg, run_dir)
     completions = executor.complete("policy", policy, requests, cfg.filter.shard_size, "filter: policy answers")
-    correct = executor.map_graded(grade_answer_pairs, [
+    verdicts = executor.map_graded(grade_answer_pairs, [
         (answer, sample.text) for answer, samples in zip(labeled["answer"], completions, strict=True)
         for sample in samples])
-    return [sum(correct[index * k:(index + 1) * k]) for index in range(labeled.height)]
+    return graded_counts(verdicts, k)
 
 
 def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts: int, path: Path) -> Path:

@@ -6,6 +6,9 @@ Each checkpoint is its own resumable step (`manifests/eval-<checkpoint>.json`, `
 so retraining one policy re-evaluates only that one. The aggregates are `eval/problems.parquet` (per problem),
 `eval/benchmarks.parquet` (Pass@1 / Avg@k per set and category), `eval/weakness.parquet` (share of the run's
 weak problems each checkpoint solves greedily) and `summary.json` (the headline).
+
+An answer whose grading ran out of time is ungraded: its `greedy_correct` is null, and `n` counts only the graded
+samples, so every share is over graded answers. `summary.json`'s `ungraded` counts them per checkpoint.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request
 from sws.errors import UserError
 from sws.executors import executor_for
+from sws.grading import graded_counts
 from sws.llm_calls import request_seed
 from sws.policy import policy_prompt
 from sws.training.reward import grade_answer_pairs
@@ -208,7 +212,8 @@ def policy_requests(cfg: PipelineConfig, problems: pl.DataFrame, n: int, tempera
 
 def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, path: Path,
                         sets: list[EvalSet]) -> pl.DataFrame:
-    """Per problem of every set: whether the greedy answer is right, and how many of k samples are."""
+    """Per problem of every set: whether the greedy answer is right (null: ungraded), and how many of the k
+    samples were graded (`n`) and right."""
     problems = pl.concat([eval_set.problems.with_columns(pl.lit(eval_set.name).alias("eval_set"))
                           for eval_set in sets])
     k = cfg.eval.k
@@ -218,17 +223,23 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
                                     f"eval: {checkpoint} answers")
     greedy, sampled = completions[:problems.height], completions[problems.height:]
     answers = problems["answer"].to_list()
-    correct = executor.map_graded(grade_answer_pairs, [
+    verdicts = executor.map_graded(grade_answer_pairs, [
         *((answer, samples[0].text) for answer, samples in zip(answers, greedy, strict=True)),
         *((answer, sample.text) for answer, samples in zip(answers, sampled, strict=True) for sample in samples)])
-    greedy_correct, sample_correct = correct[:problems.height], correct[problems.height:]
-    return problems.select(
-        pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
-        pl.Series("greedy_correct", greedy_correct, dtype=pl.Boolean),
-        pl.lit(k, dtype=pl.Int64).alias("n"),
-        pl.Series("n_correct", [sum(sample_correct[i * k:(i + 1) * k]) for i in range(problems.height)],
-                  dtype=pl.Int64),
-    )
+    sample_counts = pl.DataFrame(graded_counts(verdicts[problems.height:], k),
+                                 schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+    return pl.concat([
+        problems.select(pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
+                        pl.Series("greedy_correct", verdicts[:problems.height], dtype=pl.Boolean)),
+        sample_counts,
+    ], how="horizontal")
+
+
+def ungraded_answers(per_problem: pl.DataFrame, k: int) -> dict[str, int]:
+    """Per checkpoint: its greedy answers and samples (k per problem) whose grading ran out of time."""
+    counts = per_problem.group_by("checkpoint", maintain_order=True).agg(
+        (pl.col("greedy_correct").null_count() + (k - pl.col("n")).sum()).cast(pl.Int64).alias("ungraded"))
+    return dict(counts.iter_rows())
 
 
 # ---------------------------------------------------------------- aggregates
@@ -249,18 +260,19 @@ def with_overall(per_category: pl.DataFrame, aggregations: list[pl.Expr], keys: 
 
 
 def benchmark_table(per_problem: pl.DataFrame) -> pl.DataFrame:
-    """Pass@1 (greedy) and Avg@k per checkpoint, evaluation set and category."""
+    """Pass@1 (greedy) and Avg@k per checkpoint, evaluation set and category, over the graded answers."""
     aggregations = [
         pl.len().cast(pl.Int64).alias("n"),
         pl.col("greedy_correct").mean().alias("pass1"),
-        (pl.col("n_correct").sum() / pl.col("n").sum()).alias("avg_k"),
+        pl.when(pl.col("n").sum() > 0).then(pl.col("n_correct").sum() / pl.col("n").sum()).alias("avg_k"),
     ]
     return with_overall(per_problem.filter(pl.col("eval_set") != WEAK_SET), aggregations,
                         ["checkpoint", "eval_set"])
 
 
 def weakness_table(per_problem: pl.DataFrame) -> pl.DataFrame:
-    """Per checkpoint and category: how many of the run's weak problems it solves greedily."""
+    """Per checkpoint and category: how many of the run's weak problems it solves greedily (`solved`: the share
+    of those whose greedy answer was graded)."""
     aggregations = [
         pl.len().cast(pl.Int64).alias("n_weak"),
         pl.col("greedy_correct").sum().cast(pl.Int64).alias("n_solved"),
@@ -269,10 +281,12 @@ def weakness_table(per_problem: pl.DataFrame) -> pl.DataFrame:
     return with_overall(per_problem.filter(pl.col("eval_set") == WEAK_SET), aggregations, ["checkpoint"])
 
 
-def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataFrame) -> dict[str, Any]:
+def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataFrame,
+            ungraded: dict[str, int]) -> dict[str, Any]:
     """`weak_solved_<checkpoint>`: {"overall": share, "per_category": {category: share}} for each checkpoint,
-    and `n_weak`. With no weak problems the shares are None: there is nothing to mitigate. In the arith world
-    also `weak_like_solved_<checkpoint>`, the same shares on fresh problems of the weak problems' families."""
+    `n_weak`, and `ungraded`: {checkpoint: answers whose grading ran out of time}. With no weak problems the
+    shares are None: there is nothing to mitigate. In the arith world also `weak_like_solved_<checkpoint>`, the
+    same shares on fresh problems of the weak problems' families."""
     weak_like = benchmarks.filter(pl.col("eval_set") == WEAK_LIKE_SET).rename({"pass1": "solved"})
     tables = [("weak_solved", weakness), *([("weak_like_solved", weak_like)] if weak_like.height else [])]
     result: dict[str, Any] = {}
@@ -286,6 +300,7 @@ def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataF
             }
     overall = weakness.filter(pl.col("category") == OVERALL)
     result["n_weak"] = int(overall["n_weak"][0]) if overall.height else 0
+    result["ungraded"] = {checkpoint: ungraded.get(checkpoint, 0) for checkpoint in checkpoints}
     return result
 
 
@@ -317,7 +332,11 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
             table = evaluate_checkpoint(cfg, run_dir, checkpoint, path, sets)
             check_schema(table, "eval/problems", out)
             write_parquet(table, out)
-            return StageResult(f"eval-{checkpoint}", rows={out.name: table.height})
+            ungraded = ungraded_answers(table, cfg.eval.k).get(checkpoint, 0)
+            if ungraded:
+                ui.info(f"eval: {ungraded} of {checkpoint}'s answers ran out of grading time (grading.deadline_s); "
+                        "the shares leave them out")
+            return StageResult(f"eval-{checkpoint}", rows={out.name: table.height}, info={"ungraded": ungraded})
 
         run_stage(run_dir, f"eval-{checkpoint}", config=settings, inputs=[*inputs, path], outputs=[out],
                   body=evaluate_one, force=force)
@@ -331,7 +350,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/problems", per_problem)
         write_table(run_dir, "eval/benchmarks", benchmarks)
         write_table(run_dir, "eval/weakness", weakness_solved)
-        headline = summary(weakness_solved, list(checkpoints), benchmarks)
+        headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem, cfg.eval.k))
         write_json(summary_path(run_dir), {**headline, "environment": environment()})
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
                            info={"checkpoints": list(checkpoints)})

@@ -4,13 +4,15 @@ Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. 
 (synthesize.label_samples) to the problem statement with any leaked solution removed
 (`sws.parsing.split_solution`); `sws.grading` extracts them and groups them by math-verify equivalence
 (unparsed answers and samples cut off at max_tokens never form a group: a cut-off solution's intermediate
-`\\boxed{}` is no final answer). A problem is kept when the largest group holds at least
-synthesize.min_consistency of the N samples; its representative becomes `answer`, and `consistency` is the
-group's share. Consistency cannot catch an answer the problem text dictates: when the problem carries a
-solution whose answer is the largest group's, the label is rejected as `copied_solution`.
+`\\boxed{}` is no final answer). A comparison whose grading runs out of time is "not known equal": it merges
+no groups. A problem is kept when the largest group holds at least synthesize.min_consistency of the N
+samples; its representative becomes `answer`, and `consistency` is the group's share. Consistency cannot
+catch an answer the problem text dictates: when the problem carries a solution whose answer is the largest
+group's, the label is rejected as `copied_solution`.
 Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so additionally its consistency
 must exceed 50 % and the student policy (roles.policy, prompted as in training) must reach the same answer in
-at least synthesize.student_min_agreement of its M samples (synthesize.student_samples).
+at least synthesize.student_min_agreement of its M samples (synthesize.student_samples) that could be graded;
+with none graded the problem is rejected as `ungraded`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from sws.engines import Completion, Request, initial_checkpoint
 from sws.errors import UserError
 from sws.executors import executor_for
 from sws.funnel import write_step_outputs
-from sws.grading import GradingPool, equivalent, extract_answer, group_answers
+from sws.grading import GradingPool, equivalent, extract_answer, graded_counts, group_answers
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import policy_prompt
@@ -130,7 +132,9 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
             cfg, run_dir, student, [(ids[i], statements[i], labels[i][0]) for i in asked])
         for index, agreement in zip(asked, student_agreement, strict=True):
             agreements[index] = agreement
-            if agreement < synth.student_min_agreement:
+            if agreement is None:
+                reasons[index] = "ungraded"
+            elif agreement < synth.student_min_agreement:
                 reasons[index] = "student_disagrees"
     kept, rejected = [], []
     for row, sampled, (answer, consistency), agreement, reason in zip(
@@ -170,8 +174,9 @@ def _teacher_reason(answer: str | None, consistency: float, min_consistency: flo
 
 def _student_agreement(
     cfg: PipelineConfig, run_dir: Path, student: EngineConfig, asked: list[tuple[str, str, str]]
-) -> list[float]:
-    """Per (syn_id, problem, teacher answer): the share of the student's samples equivalent to the answer."""
+) -> list[float | None]:
+    """Per (syn_id, problem, teacher answer): the share of the student's graded samples equivalent to the answer
+    (None when none could be graded)."""
     if not asked:
         return []
     samples = cfg.synthesize.student_samples
@@ -183,7 +188,7 @@ def _student_agreement(
     ]
     executor = executor_for(cfg, run_dir)
     completions = executor.complete("policy", student, requests, cfg.synthesize.shard_size, "student answers")
-    correct = executor.map_graded(grade_answer_pairs, [
+    verdicts = executor.map_graded(grade_answer_pairs, [
         (answer, completion.text) for (_, _, answer), samples in zip(asked, completions, strict=True)
         for completion in samples])
-    return [sum(correct[i * samples:(i + 1) * samples]) / samples for i in range(len(asked))]
+    return [n_correct / n if n else None for n, n_correct in graded_counts(verdicts, samples)]

@@ -364,6 +364,7 @@ def accuracy_sets(page: Page) -> pl.DataFrame:
 
     Evaluated sets come from eval/problems; the synthetic sets from the difficulty filter (initial policy);
     the augmented set is the seed set's μ under the initial policy plus the in-band synthetic problems'.
+    A problem none of whose samples could be graded has no μ and is left out.
     """
     columns = ["problem_set", "policy", "problem_id", "accuracy"]
     frames = []
@@ -372,7 +373,7 @@ def accuracy_sets(page: Page) -> pl.DataFrame:
     if per_problem is not None:
         evaluated = per_problem.select(
             pl.col("eval_set").alias("problem_set"), pl.col("checkpoint").alias("policy"), "problem_id",
-            (pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"))
         frames.append(evaluated)
     kept, rejected = page.table("filtered"), page.rejected("filtered")
     if kept is not None:
@@ -388,7 +389,7 @@ def accuracy_sets(page: Page) -> pl.DataFrame:
             seed = evaluated.filter((pl.col("problem_set") == evaluate.SEED_SET) & (pl.col("policy") == "initial"))
             if seed.height:
                 frames.append(pl.concat([seed, in_band]).with_columns(pl.lit("augmented").alias("problem_set")))
-    return pl.concat([frame.select(columns) for frame in frames]) if frames else pl.DataFrame()
+    return pl.concat([frame.select(columns) for frame in frames]).drop_nulls("accuracy") if frames else pl.DataFrame()
 
 
 def teachability_section(page: Page) -> Section:

@@ -1,8 +1,9 @@
 """The verifiable reward: 1 when a completion's final answer is equivalent to the reference answer, else 0.
 
-Grading goes through `sws.grading` (answer extraction, math-verify equivalence in worker processes). Plain
-integers, the arith world's answers, are compared as numbers in-process, so a wrong integer answer does not
-cost a round trip to a grading worker.
+A completion whose grading ran out of time (ungraded) also gets 0, since GRPO needs a number, but the rollout
+log leaves it out of its group's `n`: it is not a wrong sample. Grading goes through `sws.grading` (answer
+extraction, math-verify equivalence in worker processes). Plain integers, the arith world's answers, are
+compared as numbers in-process, so a wrong integer answer does not cost a round trip to a grading worker.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sws.grading import GradingPool, extract_answer, grade_many
+from sws.grading import GradingPool, Verdict, extract_answer, grade_many, graded_counts
 from sws.training.rollout_log import RolloutLog
 
 _PLAIN_INTEGER = re.compile(r"[+-]?\d+")
 
 
-def grade_completions(answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None) -> list[bool]:
-    """For each (reference answer, model output) pair, whether the output's final answer is equivalent."""
-    verdicts: list[bool] = [False] * len(completions)
+def grade_completions(
+    answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None
+) -> list[Verdict]:
+    """For each (reference answer, model output) pair, whether the output's final answer is equivalent: False
+    when it states none, None when its grading ran out of time."""
+    verdicts: list[Verdict] = [False] * len(completions)
     pending: list[int] = []
     predictions = [extract_answer(text) for text in completions]
     for index, (gold, pred) in enumerate(zip(answers, predictions, strict=True)):
@@ -36,7 +40,7 @@ def grade_completions(answers: Sequence[str], completions: Sequence[str], pool: 
     return verdicts
 
 
-def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[bool]:
+def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[Verdict]:
     """A grading body for an executor (`sws.executors`): `grade_completions` over (answer, output) pairs."""
     return grade_completions([answer for answer, _ in pairs], [output for _, output in pairs], pool)
 
@@ -54,8 +58,9 @@ class CorrectnessReward:
     TRL calls it with the batch's dataset columns (`answer`, `problem_id`) and the trainer state, once per
     generation batch (all of a step's completions). With several processes each holds a slice, and a prompt's
     group of `group_size` completions may be split between them; the verdicts are gathered, and the main
-    process logs each problem's completions and correct ones under step `global_step + 1`, the optimizer step
-    these rollouts feed. A generation batch draws every problem at most once.
+    process logs each problem's graded completions and correct ones under step `global_step + 1`, the optimizer
+    step these rollouts feed (a group with no graded completion logs no row). A generation batch draws every
+    problem at most once.
     """
 
     __name__ = "correct"
@@ -74,18 +79,19 @@ class CorrectnessReward:
         everyones = gather_object(list(zip(problem_id, verdicts, strict=True)))
         if trainer_state.is_world_process_zero:
             step = trainer_state.global_step + 1
-            for problem, (n, n_correct) in _tally(everyones).items():
-                if n != self.group_size:
-                    raise RuntimeError(f"problem {problem} has {n} completions in a step, not one group of "
-                                       f"{self.group_size}")
-                self.log.record(step, problem, n, n_correct)
-        return [float(verdict) for verdict in verdicts]
+            for problem, group in _groups(everyones).items():
+                if len(group) != self.group_size:
+                    raise RuntimeError(f"problem {problem} has {len(group)} completions in a step, not one group "
+                                       f"of {self.group_size}")
+                [(n, n_correct)] = graded_counts(group, len(group))
+                if n:
+                    self.log.record(step, problem, n, n_correct)
+        return [1.0 if verdict is True else 0.0 for verdict in verdicts]
 
 
-def _tally(verdicts: list[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
-    """Completions and correct ones per problem, in order of first appearance."""
-    counts: dict[str, tuple[int, int]] = {}
-    for problem, correct in verdicts:
-        n, n_correct = counts.get(problem, (0, 0))
-        counts[problem] = (n + 1, n_correct + int(correct))
-    return counts
+def _groups(verdicts: list[tuple[str, Verdict]]) -> dict[str, list[Verdict]]:
+    """The verdicts of each problem's completions, problems in order of first appearance."""
+    groups: dict[str, list[Verdict]] = {}
+    for problem, verdict in verdicts:
+        groups.setdefault(problem, []).append(verdict)
+    return groups

@@ -16,7 +16,8 @@ MAX_ANSWER_TOKENS = 16
 
 
 def graded_problems(model_dir: Path, n_per_category: int, seed: int) -> list[tuple[ArithProblem, bool]]:
-    """`n_per_category` problems of each category (levels mixed evenly), each with whether greedy decoding solves it."""
+    """`n_per_category` problems of each category (levels mixed evenly), each with whether greedy decoding solves it;
+    a problem whose grading ran out of time is left out."""
     from sws.engines import Request, make_engine
 
     problems = generate_problems(n_per_category * len(CATEGORIES), seed)
@@ -30,7 +31,7 @@ def graded_problems(model_dir: Path, n_per_category: int, seed: int) -> list[tup
         engine.close()
     verdicts = grade_many([(problem.answer, extract_answer(samples[0].text))
                            for problem, samples in zip(problems, completions, strict=True)])
-    return list(zip(problems, verdicts, strict=True))
+    return [(problem, verdict) for problem, verdict in zip(problems, verdicts, strict=True) if verdict is not None]
 
 
 def accuracy_by(graded: list[tuple[ArithProblem, bool]], *keys: str) -> dict[tuple[str, ...], float]:
