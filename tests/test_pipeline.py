@@ -104,3 +104,13 @@ def test_seed_set_draws_only_the_configured_levels_and_redraws_when_they_change(
     config.arith.seed_levels = ["hard"]
     pipeline.seed_set_step(config, tmp_path, False)
     assert {json.loads(line)["level"] for line in path.read_text().splitlines()} == {"hard"}
+
+
+def test_seed_set_draws_only_the_configured_categories(tmp_path: Path) -> None:
+    config = PipelineConfig(world="arith")
+    config.arith.n_seed_problems = 30
+    config.arith.seed_categories = ["addition", "subtraction", "multiplication"]
+    pipeline.seed_set_step(config, tmp_path, False)
+    lines = pipeline.seed_set_path(tmp_path).read_text().splitlines()
+    assert len(lines) == 30
+    assert {json.loads(line)["category"] for line in lines} == {"addition", "subtraction", "multiplication"}

@@ -56,7 +56,9 @@ class ArithConfig(Section):
     """The built-in arithmetic world (DESIGN §6)."""
 
     n_seed_problems: int = Field(600, ge=1)
-    # Levels of the seed set the pipeline draws (the held-out evaluation always covers all three).
+    # Categories and levels of the seed set the pipeline draws (None: all six categories); the held-out
+    # evaluation always covers every category and level.
+    seed_categories: list[str] | None = Field(None, min_length=1)
     seed_levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     n_eval_per_category: int = Field(50, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).

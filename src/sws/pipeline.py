@@ -44,17 +44,20 @@ def seed_set_path(run_dir: Path) -> Path:
 
 
 def seed_set_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
-    """Draw the arith seed problems (`arith.n_seed_problems` of `arith.seed_levels`) for `sws prepare` to read."""
+    """Draw the arith seed problems (`arith.n_seed_problems` of `arith.seed_categories` and `arith.seed_levels`)
+    for `sws prepare` to read."""
     from sws.worlds.arith.seed_set import write_seed_set
 
     path = seed_set_path(run_dir)
 
     def body() -> StageResult:
-        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed, levels=cfg.arith.seed_levels)
+        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed, cfg.arith.seed_categories,
+                               cfg.arith.seed_levels)
         ui.info(f"seed set: {count} arith problems -> {path}")
         return StageResult(SEED_SET_STAGE, rows={path.name: count})
 
-    config = {"n": cfg.arith.n_seed_problems, "seed": cfg.seed, "levels": cfg.arith.seed_levels}
+    config = {"n": cfg.arith.n_seed_problems, "seed": cfg.seed, "levels": cfg.arith.seed_levels,
+              **({"categories": cfg.arith.seed_categories} if cfg.arith.seed_categories else {})}
     return run_stage(run_dir, SEED_SET_STAGE, config=config,
                      inputs=[], outputs=[path], body=body, force=force)
 
