@@ -420,7 +420,7 @@ def environment_section(page: Page) -> Section:
     body = paragraph(f"Where {'`sws eval`' if evaluated else 'this report'} ran. Training and sampling use float "
                      "kernels chosen by the CPU's vector instructions (CPU kernels) and library versions, so the "
                      "same config and seed give the same numbers only where these match; `make demo` pins the "
-                     "kernels (ATEN_CPU_CAPABILITY, MKL_CBWR) so that x86 machines with AVX2 agree.")
+                     "kernels (ATEN_CPU_CAPABILITY, MKL_CBWR) to the AVX2 path.")
     table = pl.DataFrame({"component": [name for name, _ in rows], "version": [str(value) for _, value in rows]})
     return Section(title, body + html_table(table))
 

@@ -25,6 +25,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sws import ui
+from sws.artifacts import cpu_kernels
 from sws.config import ArithConfig
 from sws.policy import policy_prompt
 from sws.worlds.arith.expressions import parse
@@ -69,7 +70,7 @@ def bootstrap_settings(steps: int, seed: int, misconception_rate: float) -> dict
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed, misconception_rate), "steps": steps, "seed": seed,
         "misconception_rate": misconception_rate,
         # Weights trained with other vector kernels differ (see artifacts.KERNEL_SETTINGS): not the same policy.
-        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+        "cpu_kernels": cpu_kernels(),
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
         "architecture": architecture(),
