@@ -29,7 +29,7 @@ from rich.table import Table
 from sws import ui
 from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig, load_config
-from sws.llm_calls import request_seed, role_request
+from sws.llm_calls import request_seed, role_request, shared_engines
 from sws.stages import difficulty, identify, synthesize
 from sws.worlds.arith import generate_problems
 
@@ -80,13 +80,15 @@ def overhead(cfg: PipelineConfig, base: Path) -> Table:
     return table
 
 
-def labeling_requests(cfg: PipelineConfig, rated: pl.DataFrame, copies: int):
-    """The label step's requests for `rated`, `copies` times over (each copy its own seeds), one at a time."""
+def labeling_requests(cfg: PipelineConfig, rated: pl.DataFrame, copies: int, tag: str):
+    """The label step's requests for `rated`, `copies` times over (each copy, and each tag, its own seeds), one
+    at a time."""
     role = cfg.roles.labeler
     for copy in range(copies):
         for syn_id, problem in rated.select("syn_id", "problem").iter_rows():
             yield role_request(role, task="label", fields={"problem": problem}, text=problem,
-                               n=cfg.synthesize.label_samples, seed=request_seed(cfg.seed, "bench", syn_id, str(copy)))
+                               n=cfg.synthesize.label_samples,
+                               seed=request_seed(cfg.seed, "bench", tag, syn_id, str(copy)))
 
 
 def resident_mib() -> float:
@@ -116,29 +118,35 @@ def peak_resident_mib(work: Callable[[], int]) -> tuple[int, float]:
 
 
 def scale(cfg: PipelineConfig, base: Path, scales: list[int]) -> Table:
+    """Every scale through one executor in one `shared_engines()` block, as a step's calls go: the workers start
+    once, in a warm-up call whose time is printed apart from the table."""
     from sws.executors.ray_executor import RayExecutor
 
     rated = read_table(base / "ray", "rated")
     table = Table(title=f"labeling through Ray, 1x = {rated.height} requests x {cfg.synthesize.label_samples} samples")
     for column in ("scale", "completions", "seconds", "per core /s", "vs 1x", "driver MiB before", "peak while"):
         table.add_column(column, justify="right")
+    executor = RayExecutor(with_executor(cfg, "ray"), base / "scale")
+
+    def label(factor: int, copy: str) -> int:
+        answers = executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor, copy),
+                                  cfg.synthesize.shard_size, f"label x{factor}")
+        return sum(len(samples) for samples in answers)
+
     first_rate = None
-    for factor in scales:
-        executor = RayExecutor(with_executor(cfg, "ray"), base / f"scale-{factor}")
-
-        def label(factor: int = factor, executor: RayExecutor = executor) -> int:
-            answers = executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor),
-                                      cfg.synthesize.shard_size, f"label x{factor}")
-            return sum(len(samples) for samples in answers)
-
-        before = resident_mib()
+    with shared_engines():
         started = time.perf_counter()
-        completions, peak = peak_resident_mib(label)
-        seconds = time.perf_counter() - started
-        rate = completions / seconds / os.cpu_count()
-        first_rate = first_rate or rate
-        table.add_row(f"{factor}x", str(completions), f"{seconds:.1f}", f"{rate:.0f}", f"{rate / first_rate:.2f}",
-                      f"{before:.0f}", f"{peak:.0f}")
+        label(1, "warm-up")
+        Console().print(f"workers' start and a 1x warm-up: {time.perf_counter() - started:.1f} s (not in the table)")
+        for factor in scales:
+            before = resident_mib()
+            started = time.perf_counter()
+            completions, peak = peak_resident_mib(lambda factor=factor: label(factor, f"x{factor}"))
+            seconds = time.perf_counter() - started
+            rate = completions / seconds / os.cpu_count()
+            first_rate = first_rate or rate
+            table.add_row(f"{factor}x", str(completions), f"{seconds:.1f}", f"{rate:.0f}", f"{rate / first_rate:.2f}",
+                          f"{before:.0f}", f"{peak:.0f}")
     return table
 
 

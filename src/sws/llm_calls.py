@@ -4,62 +4,86 @@ Requests go to the engine one shard at a time, so the request cache records each
 after a crash skips everything already answered. Every request carries a seed derived from the run's seed and
 the stable id of what it asks about, so reruns ask the same questions.
 
-Inside `shared_engines()` (all of `sws synthesize`), roles with the same engine, model and engine options get
-one engine, loaded once for the whole block: extractor, generator, judges and labeler are often one model, and
-an in-process vLLM model takes tens of seconds to load. Sampling settings differ per request, so they may differ.
+Inside `shared_engines()` (all of `sws synthesize`, of `sws filter`, and one checkpoint of `sws eval`), roles
+with the same engine, model and engine options get one engine, loaded once for the whole block: extractor,
+generator, judges and labeler are often one model, and an in-process vLLM model takes tens of seconds to load.
+Sampling settings differ per request, so they may differ. The Ray executor keeps its worker actors for the
+block the same way (`held`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request
 from sws.prompts import chat
 
-_shared: ContextVar[dict[str, Engine] | None] = ContextVar("shared_engines", default=None)
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_shared: ContextVar[dict[str, Closeable] | None] = ContextVar("shared_engines", default=None)
 
 
 @contextmanager
 def shared_engines() -> Iterator[None]:
-    """Within this block, `engine_for` hands roles with equal engine settings one engine, closed at the end."""
+    """Within this block, `held` builds each key once (`engine_for`: roles with equal engine settings get one
+    engine); everything built is closed at the end."""
     if _shared.get() is not None:
         yield
         return
-    engines: dict[str, Engine] = {}
-    token = _shared.set(engines)
+    things: dict[str, Closeable] = {}
+    token = _shared.set(things)
     try:
         yield
     finally:
         _shared.reset(token)
-        for engine in engines.values():
-            engine.close()
+        for thing in things.values():
+            thing.close()
+
+
+T = TypeVar("T", bound=Closeable)
 
 
 @contextmanager
-def engine_for(role: EngineConfig, run_dir: Path) -> Iterator[Engine]:
-    """The role's engine, behind the run's request cache; closed on the way out unless it is shared."""
+def held(key: str, build: Callable[[], T]) -> Iterator[T]:
+    """What `build` makes: inside `shared_engines()` built once per key and kept for the block, outside it
+    built for this use and closed on the way out."""
+    things = _shared.get()
+    if things is None:
+        thing = build()
+        try:
+            yield thing
+        finally:
+            thing.close()
+        return
+    if key not in things:
+        things[key] = build()
+    yield things[key]
+
+
+def release_held(prefix: str, keep: str | None = None) -> None:
+    """Close what the block holds under keys starting with `prefix`, but `keep`: resources another use needs."""
+    things = _shared.get() or {}
+    for key in [key for key in things if key.startswith(prefix) and key != keep]:
+        things.pop(key).close()
+
+
+def engine_for(role: EngineConfig, run_dir: Path) -> AbstractContextManager[Engine]:
+    """The role's engine, behind the run's request cache; shared within a `shared_engines()` block."""
     from sws.engines import make_engine
 
-    engines = _shared.get()
-    if engines is None:
-        engine = make_engine(role, run_dir)
-        try:
-            yield engine
-        finally:
-            engine.close()
-        return
     key = json.dumps([str(Path(run_dir).resolve()), role.engine, role.model, role.options], sort_keys=True, default=str)
-    if key not in engines:
-        engines[key] = make_engine(role, run_dir)
-    yield engines[key]
+    return held(f"engine:{key}", lambda: make_engine(role, run_dir))
 
 
 def request_seed(base_seed: int, *parts: str) -> int:

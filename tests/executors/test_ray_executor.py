@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 SWS = str(Path(sys.executable).parent / "sws")
 SYNTHESIS_OUTPUTS = ("concepts", "concept_sets", "synthetic", "rated", "labeled")
-ENGINE_WORKER = "MapBatches(EngineWorker)"
+ENGINE_WORKER = "ray::Worker"
 
 
 def assert_same_table(name: str, local: Path, ray: Path) -> None:

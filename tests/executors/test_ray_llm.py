@@ -1,13 +1,15 @@
-"""The `ray.data.llm` path (GPU vLLM teachers, OpenAI-compatible endpoints) cannot run here (no GPU, no endpoint):
-these tests check that its processors build as Ray documents them, and that the rows a processor returns are
-written back as the completion shards the executor reads."""
+"""The `ray.data.llm` path: OpenAI-compatible endpoints run for real against a local server; GPU vLLM teachers
+cannot run here (no GPU), so those tests check that the processor builds as Ray documents it, and that the rows
+it returns are written back as the completion shards the executor reads."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from sws.config import EngineConfig, RoleResources
+from _openai_server import serving
+
+from sws.config import EngineConfig, PipelineConfig, RoleResources
 from sws.engines.base import Completion, Request
 from sws.executors.ray_llm import (
     http_answer,
@@ -18,6 +20,7 @@ from sws.executors.ray_llm import (
     vllm_row,
     write_group,
 )
+from sws.executors.ray_executor import RayExecutor
 from sws.executors.shards import plan_shards, read_completions
 
 llm = pytest.importorskip("ray.data.llm")
@@ -73,3 +76,34 @@ def test_an_http_answer_keeps_the_endpoints_text_tokens_and_finish_reason():
 
     assert http_answer(row) == {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0, "text": "42",
                                 "tokens": 7, "finish_reason": "length"}
+
+
+def test_a_raw_prompt_goes_to_the_completions_endpoint_and_its_text_comes_back():
+    config = processor_config(OPENAI_ROLE, RoleResources(), chat=False)
+    row = http_row({"messages": [], "prompt_text": "2+2=", "sampling": {"max_tokens": 5, "seed": None}}, "teacher")
+
+    assert config.url == "http://head:8000/v1/completions"
+    assert row["payload"] == {"model": "teacher", "prompt": "2+2=", "max_tokens": 5}
+    answer = http_answer({"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
+                          "http_response": {"choices": [{"text": " 4", "finish_reason": "stop"}]}})
+    assert answer["text"] == " 4" and answer["finish_reason"] == "stop"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "raw prompt"])
+def test_an_openai_role_on_ray_asks_the_endpoint_once_per_sample_with_consecutive_seeds(
+        tmp_path, ray_cluster, monkeypatch, chat):
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    requests = [Request(**({"messages": ({"role": "user", "content": f"Q{i}"},)} if chat else {"prompt": f"Q{i}"}),
+                        n=2, max_tokens=8, seed=10 * i) for i in range(5)]
+    with serving() as server:
+        role = EngineConfig(engine="openai", model="fake-model", options={"base_url": server.base_url})
+        cfg = PipelineConfig.model_validate({"executor": {"kind": "ray", "address": ray_cluster}})
+        completions = RayExecutor(cfg, tmp_path).complete("labeler", role, requests, 2, "ask")
+        posts = list(server.posts)
+
+    endpoint = "/v1/chat/completions" if chat else "/v1/completions"
+    assert sorted((path, body.get("seed")) for path, body in posts) == sorted(
+        (endpoint, 10 * i + sample) for i in range(5) for sample in range(2))
+    assert [[completion.text for completion in samples] for samples in completions] == [
+        [f"Q{i} -> sample 0 \\boxed{{0}}"] * 2 for i in range(5)]

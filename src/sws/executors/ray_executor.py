@@ -1,28 +1,32 @@
-"""The Ray executor: a step's requests and grading as Ray Data pipelines, streamed through actor pools.
+"""The Ray executor: a step's shards of requests, and its grading, on a pool of worker actors kept for the step.
 
-Completions: the step's shards without a marker (`sws.executors.shards`) flow through a pool of
-`executor.roles.<role>.replicas` actors, each holding one engine for the whole step and writing each shard's
-completions to the run directory; only the shard names come back to the driver, which then reads the shards
-in request order. GPU vLLM teachers and OpenAI-compatible endpoints go through `ray.data.llm` instead
-(`sws.executors.ray_llm`), and write the same shards.
-Grading: batches of items through a pool of CPU actors, each owning a `GradingPool` of one spawned process
-with the pipeline's deadline (math-verify's signal-based timeouts do not work in Ray's worker threads); a pair
-past it comes back ungraded (None), as on the local executor.
+Completions: the step's shards without a marker (`sws.executors.shards`) go to the first
+`executor.roles.<role>.replicas` workers, each loading a role's engine on its first shard and keeping it; a
+worker writes each shard's completions to the run directory, and only shard names come back to the driver,
+which then reads the shards in request order. GPU vLLM teachers and OpenAI-compatible endpoints go through
+`ray.data.llm` instead (`sws.executors.ray_llm`), and write the same shards.
+Grading: batches of items on the same workers, each owning one spawned grading process with the pipeline's
+deadline (math-verify's signal-based timeouts do not work in Ray's worker threads); a pair past it comes back
+ungraded (None), as on the local executor.
+
+The workers are held like engines (`sws.llm_calls.held`): inside `shared_engines()` (a whole `sws synthesize`
+or `sws filter`) one pool serves every call, so engines load once per step and no call waits for actors to
+start. A Ray Data actor pool would start anew for each call, and a step makes several. A worker whose process
+dies is restarted by Ray and its task retried; shards are written whole or not at all, so nothing doubles.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from sws import ui
 from sws.config import EngineConfig, PipelineConfig, RoleResources
 from sws.engines import initial_checkpoint
-from sws.engines.base import Completion, Request
+from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import cache_identity
 from sws.executors import GradedFn
 from sws.executors.ray_cluster import check_gpus, connect, require_ray
@@ -35,43 +39,99 @@ from sws.executors.shards import (
     write_completions,
 )
 from sws.grading import GradingPool
+from sws.llm_calls import held, release_held
 
-# Grading batches per actor: small enough to balance the pool, large enough to amortise a task.
-GRADING_BATCHES_PER_ACTOR = 4
+# Grading batches per worker: small enough to balance the pool, large enough to amortise a task.
+GRADING_BATCHES_PER_WORKER = 4
+HELD_PREFIX = "ray-workers:"
 
 
-class EngineWorker:
-    """A Ray Data actor: one engine for the step; answers a batch of shard names by writing their completions."""
+class Worker:
+    """A Ray actor: the engines it was asked for (one per engine setting), and a one-process grading pool."""
 
-    def __init__(self, role: dict[str, Any], folder: str) -> None:
+    def __init__(self) -> None:
+        self.engines: dict[str, Engine] = {}
+        self.grading: GradingPool | None = None
+
+    def answer(self, role: dict[str, Any], folder: str, name: str, start: int, size: int) -> str:
+        shard = Shard(Path(folder), name, start, size)
+        if shard.done:  # a retried task whose first try got as far as the marker
+            return name
+        engine = self._engine(role)
+        requests = read_requests(shard)
+        completions = engine.generate(requests)
+        if len(completions) != len(requests):
+            raise RuntimeError(f"engine {engine.name} answered {len(completions)} of {len(requests)} requests")
+        write_completions(shard, completions)
+        return name
+
+    def grade(self, fn: GradedFn, items: list[Any], deadline_s: float) -> list[Any]:
+        if self.grading is None or self.grading.deadline_s != deadline_s:
+            if self.grading is not None:
+                self.grading.close()
+            self.grading = GradingPool(workers=1, deadline_s=deadline_s)
+        return fn(items, self.grading)
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()
+        if self.grading is not None:
+            self.grading.close()
+
+    def _engine(self, role: dict[str, Any]) -> Engine:
         from sws.engines import make_engine
 
-        self.engine = make_engine(EngineConfig.model_validate(role))
-        self.folder = Path(folder)
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        for name, start, size in zip(batch["name"], batch["start"], batch["size"], strict=True):
-            shard = Shard(self.folder, str(name), int(start), int(size))
-            if shard.done:  # a retried task whose first try got as far as the marker
-                continue
-            requests = read_requests(shard)
-            completions = self.engine.generate(requests)
-            if len(completions) != len(requests):
-                raise RuntimeError(f"engine {self.engine.name} answered {len(completions)} of {len(requests)} requests")
-            write_completions(shard, completions)
-        return {"name": batch["name"]}
+        key = json.dumps(role, sort_keys=True)
+        if key not in self.engines:
+            self.engines[key] = make_engine(EngineConfig.model_validate(role))
+        return self.engines[key]
 
 
-class GradingWorker:
-    """A Ray Data actor owning a one-process `GradingPool`; applies a grading body to a batch of JSON items."""
+class WorkerPool:
+    """Worker actors of one shape (CPUs and GPUs each), started as calls ask for more of them."""
 
-    def __init__(self, fn: GradedFn, deadline_s: float) -> None:
-        self.fn = fn
-        self.pool = GradingPool(workers=1, deadline_s=deadline_s)
+    def __init__(self, cpus: float, gpus: float) -> None:
+        ray = require_ray()
+        self.actor_class = ray.remote(Worker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=-1,
+                                                      max_task_retries=-1)
+        self.actors: list[Any] = []
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        results = self.fn([json.loads(item) for item in batch["item"]], self.pool)
-        return {"index": batch["index"], "result": np.array([json.dumps(result) for result in results])}
+    def take(self, count: int) -> Any:
+        """A `ray.util.ActorPool` of the first `count` workers."""
+        from ray.util import ActorPool
+
+        while len(self.actors) < count:
+            self.actors.append(self.actor_class.remote())
+        return ActorPool(self.actors[:count])
+
+    def close(self) -> None:
+        ray = require_ray()
+        try:
+            ray.get([actor.close.remote() for actor in self.actors], timeout=30)
+        except ray.exceptions.RayError:
+            pass  # the actors are killed below, whatever state they are in
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
+
+
+def workers(gpus: float) -> AbstractContextManager[WorkerPool]:
+    """The block's pool of CPU workers (one CPU each), or of GPU workers with `gpus` each and no CPU claim.
+
+    A GPU pool of another size is closed first: both would claim the same GPUs.
+    """
+    if not gpus:
+        return held(f"{HELD_PREFIX}cpu", lambda: WorkerPool(cpus=1, gpus=0))
+    key = f"{HELD_PREFIX}gpu:{gpus:g}"
+    release_held(f"{HELD_PREFIX}gpu:", keep=key)
+    return held(key, lambda: WorkerPool(cpus=0, gpus=gpus))
+
+
+def placeable(count: int, gpus: float) -> int:
+    """At most as many workers as the cluster can place at once; tasks for the others would wait forever."""
+    resources = require_ray().cluster_resources()
+    room = int(resources.get("GPU", 0) // gpus) if gpus else int(resources.get("CPU", 1))
+    return max(1, min(count, room))
 
 
 class RayExecutor:
@@ -104,43 +164,43 @@ class RayExecutor:
 
     def _run_shards(self, role_name: str, role: EngineConfig, resources: RoleResources, folder: Path,
                     pending: list[Shard], description: str) -> None:
+        track = f"{description} (ray, {role_name})"
+        if uses_ray_llm(role, resources):
+            self._run_on_ray_llm(role, resources, folder, pending, track)
+            return
+        settings = role.model_dump(mode="json")
+        with workers(resources.gpus) as pool:
+            written = pool.take(placeable(min(resources.replicas, len(pending)), resources.gpus)).map_unordered(
+                lambda actor, shard: actor.answer.remote(settings, str(folder), shard.name, shard.start, shard.size),
+                pending)
+            for _ in ui.track(written, track, total=len(pending)):
+                pass
+
+    def _run_on_ray_llm(self, role: EngineConfig, resources: RoleResources, folder: Path, pending: list[Shard],
+                        track: str) -> None:
+        from sws.executors.ray_llm import complete_with_ray_llm
+
         ray = require_ray()
+        release_held(HELD_PREFIX)  # its replicas need the CPUs and GPUs that held workers claim
         shards = ray.data.from_items([{"name": s.name, "start": s.start, "size": s.size} for s in pending],
                                      override_num_blocks=len(pending))
-        if uses_ray_llm(role, resources):
-            from sws.executors.ray_llm import complete_with_ray_llm
-
-            chat = read_requests(pending[0])[0].messages is not None
-            written = complete_with_ray_llm(shards, role, resources, str(folder), chat)
-        else:
-            written = shards.map_batches(
-                EngineWorker, fn_constructor_kwargs={"role": role.model_dump(mode="json"), "folder": str(folder)},
-                batch_size=1, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=resources.replicas),
-                num_cpus=0 if resources.gpus else 1, num_gpus=resources.gpus,
-            )
-        for _ in ui.track(written.iter_rows(), f"{description} (ray, {role_name})", total=len(pending)):
+        chat = read_requests(pending[0])[0].messages is not None
+        written = complete_with_ray_llm(shards, role, resources, str(folder), chat)
+        for _ in ui.track(written.iter_rows(), track, total=len(pending)):
             pass
 
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
         if not items:
             return []
-        ray = require_ray()
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actors = min(self.grading.workers or cpus, cpus)  # one CPU each: more could never all be placed
-        batch_size = max(1, -(-len(items) // (actors * GRADING_BATCHES_PER_ACTOR)))
-        graded = ray.data.from_items(
-            [{"index": index, "item": json.dumps(item)} for index, item in enumerate(items)],
-        ).map_batches(
-            GradingWorker, fn_constructor_kwargs={"fn": fn, "deadline_s": self.grading.deadline_s},
-            batch_size=batch_size, batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=min(actors, len(items))), num_cpus=1,
-        )
-        results: list[Any] = [None] * len(items)
-        for row in graded.iter_rows():
-            results[int(row["index"])] = json.loads(row["result"])
-        return results
+        count = placeable(min(self.grading.workers or len(items), len(items)), gpus=0)
+        size = max(1, -(-len(items) // (count * GRADING_BATCHES_PER_WORKER)))
+        batches = [items[start:start + size] for start in range(0, len(items), size)]
+        deadline_s = self.grading.deadline_s
+        with workers(gpus=0) as pool:
+            graded = pool.take(count).map(lambda actor, batch: actor.grade.remote(fn, batch, deadline_s), batches)
+            return [result for results in graded for result in results]
 
 
 def uses_ray_llm(role: EngineConfig, resources: RoleResources) -> bool:
-    """GPU vLLM teachers and OpenAI-compatible endpoints run through `ray.data.llm`; other engines in actors."""
+    """GPU vLLM teachers and OpenAI-compatible endpoints run through `ray.data.llm`; other engines on workers."""
     return (role.engine == "vllm" and resources.gpus > 0) or role.engine == "openai"

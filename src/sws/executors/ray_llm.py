@@ -2,7 +2,8 @@
 
 `vLLMEngineProcessorConfig` runs `executor.roles.<role>.replicas` vLLM engines (engine option
 `tensor_parallel_size` GPUs each) for the whole step; `HttpRequestProcessorConfig` sends to the role's
-`base_url` at most `max_concurrency` requests per second (a raw prompt goes as one user message). Both answer one sample per row, so a request for n
+`base_url` at most `max_concurrency` requests per second (chat messages to /chat/completions, raw prompts to
+/completions, as the local openai engine sends them). Both answer one sample per row, so a request for n
 samples becomes n rows (seed + sample index); the rows are then grouped back by shard and written as the same
 completion shards the actor-pool path writes (`sws.executors.shards`). vLLM reports no finish reason through
 this API, so a sample that used all its max_tokens counts as cut off.
@@ -46,7 +47,7 @@ def processor_config(role: EngineConfig, resources: RoleResources, chat: bool = 
     base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     key = os.environ.get(options.get("api_key_env", "OPENAI_API_KEY"), "")
     return HttpRequestProcessorConfig(
-        url=f"{base_url.rstrip('/')}/chat/completions", headers={"Authorization": f"Bearer {key}"},
+        url=f"{base_url.rstrip('/')}/{'chat/completions' if chat else 'completions'}", headers={"Authorization": f"Bearer {key}"},
         qps=int(options.get("max_concurrency", 16)), max_retries=int(options.get("max_retries", 3)),
         concurrency=resources.replicas,
     )
@@ -92,15 +93,16 @@ def vllm_answer(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def http_row(row: dict[str, Any], model: str) -> dict[str, Any]:
-    messages = row["messages"] or [{"role": "user", "content": row["prompt_text"]}]
     sampling = {name: value for name, value in row["sampling"].items() if value is not None}
-    return {**row, "payload": {"model": model, "messages": messages, **sampling}}
+    prompt = {"messages": row["messages"]} if row["messages"] else {"prompt": row["prompt_text"]}
+    return {**row, "payload": {"model": model, **prompt, **sampling}}
 
 
 def http_answer(row: dict[str, Any]) -> dict[str, Any]:
     choice = row["http_response"]["choices"][0]
     usage = row["http_response"].get("usage") or {}
-    return {**answer_columns(row), "text": choice["message"]["content"] or "",
+    text = choice["message"]["content"] if "message" in choice else choice.get("text")
+    return {**answer_columns(row), "text": text or "",
             "tokens": int(usage.get("completion_tokens", 0)), "finish_reason": choice.get("finish_reason") or FINISHED}
 
 

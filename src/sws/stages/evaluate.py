@@ -39,7 +39,7 @@ from sws.engines import Request
 from sws.errors import UserError
 from sws.executors import executor_for
 from sws.grading import graded_counts
-from sws.llm_calls import request_seed
+from sws.llm_calls import request_seed, shared_engines
 from sws.policy import policy_prompt
 from sws.training.reward import grade_answer_pairs
 
@@ -219,13 +219,14 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
     k = cfg.eval.k
     requests = [*policy_requests(cfg, problems, 1, 0.0), *policy_requests(cfg, problems, k, cfg.eval.temperature)]
     executor = executor_for(cfg, run_dir)
-    completions = executor.complete("policy", policy_engine_config(cfg, path), requests, cfg.eval.shard_size,
-                                    f"eval: {checkpoint} answers")
-    greedy, sampled = completions[:problems.height], completions[problems.height:]
-    answers = problems["answer"].to_list()
-    verdicts = executor.map_graded(grade_answer_pairs, [
-        *((answer, samples[0].text) for answer, samples in zip(answers, greedy, strict=True)),
-        *((answer, sample.text) for answer, samples in zip(answers, sampled, strict=True) for sample in samples)])
+    with shared_engines():  # on Ray, one pool of workers answers and grades
+        completions = executor.complete("policy", policy_engine_config(cfg, path), requests, cfg.eval.shard_size,
+                                        f"eval: {checkpoint} answers")
+        greedy, sampled = completions[:problems.height], completions[problems.height:]
+        answers = problems["answer"].to_list()
+        verdicts = executor.map_graded(grade_answer_pairs, [
+            *((answer, samples[0].text) for answer, samples in zip(answers, greedy, strict=True)),
+            *((answer, sample.text) for answer, samples in zip(answers, sampled, strict=True) for sample in samples)])
     sample_counts = pl.DataFrame(graded_counts(verdicts[problems.height:], k),
                                  schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
     return pl.concat([

@@ -1,0 +1,110 @@
+"""A small OpenAI-compatible server for tests: /v1/models, /v1/completions and /v1/chat/completions, with
+scripted failures, stalls, a finish reason, and a mode that ignores `n` like llama.cpp's server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "fake-model"
+
+
+class FakeServer(ThreadingHTTPServer):
+    """Serves /v1/models, /v1/completions and /v1/chat/completions; fails or stalls on cue; records what it saw."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FakeHandler)
+        self.failures: list[int] = []  # HTTP statuses to answer the next POSTs with, in order
+        self.stall_first_s = 0.0  # the first POST waits this long before answering
+        self.delay_s = 0.0
+        self.posts: list[tuple[str, dict[str, Any]]] = []
+        self.authorizations: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.ignores_n = False  # answer one choice whatever n asks, like llama.cpp's server
+        self.finish_reason = "stop"
+        self.lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    server: FakeServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.authorizations.append(self.headers.get("Authorization", ""))
+        self._reply(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "me"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server = self.server
+        with server.lock:
+            server.posts.append((self.path, body))
+            failure = server.failures.pop(0) if server.failures else None
+            stall = server.stall_first_s if len(server.posts) == 1 else 0.0
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            time.sleep(stall + server.delay_s)
+            if failure is not None:
+                self._reply(failure, {"error": {"message": f"scripted failure {failure}", "type": "test"}})
+            elif self.path.endswith("/chat/completions"):
+                self._reply(200, completion_body(body, chat=True, server=server))
+            else:
+                self._reply(200, completion_body(body, chat=False, server=server))
+        finally:
+            with server.lock:
+                server.in_flight -= 1
+
+    def _reply(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+            pass
+
+
+def completion_body(body: dict[str, Any], chat: bool, server: FakeServer) -> dict[str, Any]:
+    source = body["messages"][-1]["content"] if chat else body["prompt"]
+    if server.ignores_n:
+        texts = [f"{source} -> seed {body.get('seed')} \\boxed{{0}}"]
+    else:
+        texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(body.get("n", 1))]
+    reason = server.finish_reason
+    if chat:
+        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": reason}
+                   for i, t in enumerate(texts)]
+    else:
+        choices = [{"index": i, "text": t, "finish_reason": reason} for i, t in enumerate(texts)]
+    choices.reverse()  # servers need not return choices in index order
+    usage = {"prompt_tokens": 3, "completion_tokens": 10 * len(texts), "total_tokens": 3 + 10 * len(texts)}
+    return {"id": "x", "object": "chat.completion" if chat else "text_completion", "created": 0, "model": MODEL,
+            "choices": choices, "usage": usage}
+
+
+@contextmanager
+def serving() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    thread = threading.Thread(target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.shutdown()
+        fake.server_close()
