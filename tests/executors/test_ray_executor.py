@@ -15,7 +15,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from _synthesis_run import noisy_pipeline_file, use_hashed_embeddings, write_identified_run, write_labeled
+from _synthesis_run import (
+    noisy_pipeline_file,
+    use_hashed_embeddings,
+    write_evaluable_run,
+    write_identified_run,
+    write_labeled,
+)
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
@@ -24,7 +30,7 @@ from sws.cli import app
 from sws.config import PipelineConfig
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
-from sws.stages import difficulty
+from sws.stages import difficulty, evaluate
 from sws.training.reward import grade_answer_pairs
 
 pytest.importorskip("ray")
@@ -88,6 +94,20 @@ def test_filter_on_ray_writes_the_local_executors_artifacts_row_for_row(tmp_path
     assert result.exit_code == 0, result.output
     assert_same_table("filtered", local, tmp_path / "ray")
     assert len(markers(tmp_path / "ray")) == 10
+
+
+def test_eval_on_ray_writes_the_local_executors_tables_row_for_row(tmp_path, ray_cluster):
+    settings = {"arith": {"n_eval_per_category": 3}, "eval": {"k": 2, "benchmarks": ["arith"], "shard_size": 4},
+                "roles": {"policy": {"engine": "oracle", "model": "", "options": {"labeler_error": 0.5}}}}
+    for executor in ("local", "ray"):
+        write_evaluable_run(tmp_path / executor)
+        cfg = PipelineConfig.model_validate(settings | {"executor": {"kind": executor, "address": ray_cluster}})
+        evaluate.run(cfg, tmp_path / executor)
+
+    for name in ("eval/benchmarks", "eval/weakness"):
+        assert_same_table(name, tmp_path / "local", tmp_path / "ray")
+    assert 0 < read_table(tmp_path / "ray", "eval/benchmarks")["avg_k"].mean() < 1
+    assert markers(tmp_path / "ray")
 
 
 def test_a_worker_killed_mid_step_is_retried_and_the_artifacts_are_complete_without_duplicates(tmp_path, ray_cluster):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from _openai_server import serving
 
 from sws.config import EngineConfig, PipelineConfig, RoleResources
 from sws.engines.base import Completion, Request
+from sws.executors.ray_executor import RayExecutor
 from sws.executors.ray_llm import (
     http_answer,
     http_row,
@@ -20,7 +20,6 @@ from sws.executors.ray_llm import (
     vllm_row,
     write_group,
 )
-from sws.executors.ray_executor import RayExecutor
 from sws.executors.shards import plan_shards, read_completions
 
 llm = pytest.importorskip("ray.data.llm")

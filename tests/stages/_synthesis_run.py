@@ -1,5 +1,5 @@
 """Shared setup of the synthesis stage tests: arith run directories with the outputs of `sws identify` or of
-`sws synthesize`, a noisy oracle configuration, and a scripted engine for outputs the oracle never writes."""
+`sws synthesize`, or ready for `sws eval`, a noisy oracle configuration, and a scripted engine for outputs the oracle never writes."""
 
 from __future__ import annotations
 
@@ -60,6 +60,30 @@ def write_labeled(run_dir: Path, n: int = 40, seed: int = 2) -> None:
         "answer": [problem.answer for problem in problems],
         "consistency": [1.0] * n,
     }))
+
+
+def fake_checkpoint(run_dir: Path, name: str) -> Path:
+    from sws.stages import evaluate
+
+    folder = evaluate.checkpoint_dir(run_dir, name)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def write_evaluable_run(run_dir: Path) -> None:
+    """12 arith problems, 8 of them weak (addition 0 of 4, remainders 4, precedence 4), and three checkpoints."""
+    problems = generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])
+    write_table(run_dir, "problems", pl.DataFrame({
+        "problem_id": [f"p{i}" for i in range(12)], "problem": [p.problem for p in problems],
+        "answer": [p.answer for p in problems], "category": [p.category for p in problems],
+        "source": ["arith"] * 12}))
+    weak = [i % 3 != 0 for i in range(12)]
+    write_table(run_dir, "weakness", pl.DataFrame({
+        "problem_id": [f"p{i}" for i in range(12)], "category": [p.category for p in problems],
+        "accs": [[0.0]] * 12, "n_record": [1] * 12, "max_acc": [0.0] * 12, "slope": [0.0] * 12, "weak": weak}))
+    for name in ("initial", "baseline", "augmented"):
+        fake_checkpoint(run_dir, name)
 
 
 def noisy_pipeline_file(tmp_path: Path, budget: int = 60, **synthesize: object) -> Path:

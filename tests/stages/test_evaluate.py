@@ -3,7 +3,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _synthesis_run import ScriptedEngine, use_engines
+from _synthesis_run import ScriptedEngine, use_engines, write_evaluable_run
 
 from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
@@ -29,26 +29,9 @@ def oracle_policy_config(**noise: float) -> PipelineConfig:
     })
 
 
-def fake_checkpoint(run_dir: Path, name: str) -> Path:
-    folder = evaluate.checkpoint_dir(run_dir, name)
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
-    return folder
-
-
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
-    problems = generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])
-    write_table(tmp_path, "problems", pl.DataFrame({
-        "problem_id": [f"p{i}" for i in range(12)], "problem": [p.problem for p in problems],
-        "answer": [p.answer for p in problems], "category": [p.category for p in problems],
-        "source": ["arith"] * 12}))
-    weak = [i % 3 != 0 for i in range(12)]  # 8 weak: addition 0 of 4, remainders 4, precedence 4
-    write_table(tmp_path, "weakness", pl.DataFrame({
-        "problem_id": [f"p{i}" for i in range(12)], "category": [p.category for p in problems],
-        "accs": [[0.0]] * 12, "n_record": [1] * 12, "max_acc": [0.0] * 12, "slope": [0.0] * 12, "weak": weak}))
-    for name in ("initial", "baseline", "augmented"):
-        fake_checkpoint(tmp_path, name)
+    write_evaluable_run(tmp_path)
     return tmp_path
 
 
