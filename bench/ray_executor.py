@@ -9,7 +9,7 @@
 
 The Ray cluster (`ray.init(num_cpus=cores)`) starts once, before any timing; its start-up is printed apart.
 
-    .venv/bin/python bench/ray_executor.py [--budget 4000] [--scales 1,10,100]
+    .venv/bin/python bench/ray_executor.py [--budget 4000] [--scales 1,10,100] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -117,19 +117,21 @@ def peak_resident_mib(work: Callable[[], int]) -> tuple[int, float]:
         sampler.join()
 
 
-def scale(cfg: PipelineConfig, base: Path, scales: list[int]) -> Table:
+def scale(cfg: PipelineConfig, base: Path, scales: list[int], repeats: int) -> Table:
     """Every scale through one executor in one `shared_engines()` block, as a step's calls go: the workers start
-    once, in a warm-up call whose time is printed apart from the table."""
+    once, in a warm-up call whose time is printed apart from the table. Each scale runs `repeats` times (new
+    seeds each time, so nothing is already done) and the table shows the run of median time."""
     from sws.executors.ray_executor import RayExecutor
 
     rated = read_table(base / "ray", "rated")
-    table = Table(title=f"labeling through Ray, 1x = {rated.height} requests x {cfg.synthesize.label_samples} samples")
+    table = Table(title=f"labeling through Ray, 1x = {rated.height} requests x {cfg.synthesize.label_samples} "
+                        f"samples, median of {repeats}")
     for column in ("scale", "completions", "seconds", "per core /s", "vs 1x", "driver MiB before", "peak while"):
         table.add_column(column, justify="right")
     executor = RayExecutor(with_executor(cfg, "ray"), base / "scale")
 
-    def label(factor: int, copy: str) -> int:
-        answers = executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor, copy),
+    def label(factor: int, tag: str) -> int:
+        answers = executor.stream("labeler", cfg.roles.labeler, labeling_requests(cfg, rated, factor, tag),
                                   cfg.synthesize.shard_size, f"label x{factor}")
         return sum(len(samples) for samples in answers)
 
@@ -139,10 +141,13 @@ def scale(cfg: PipelineConfig, base: Path, scales: list[int]) -> Table:
         label(1, "warm-up")
         Console().print(f"workers' start and a 1x warm-up: {time.perf_counter() - started:.1f} s (not in the table)")
         for factor in scales:
-            before = resident_mib()
-            started = time.perf_counter()
-            completions, peak = peak_resident_mib(lambda factor=factor: label(factor, f"x{factor}"))
-            seconds = time.perf_counter() - started
+            runs = []
+            for repeat in range(repeats):
+                before = resident_mib()
+                started = time.perf_counter()
+                completions, peak = peak_resident_mib(lambda factor=factor, repeat=repeat: label(factor, f"x{factor}/{repeat}"))
+                runs.append((time.perf_counter() - started, completions, before, peak))
+            seconds, completions, before, peak = sorted(runs)[len(runs) // 2]
             rate = completions / seconds / os.cpu_count()
             first_rate = first_rate or rate
             table.add_row(f"{factor}x", str(completions), f"{seconds:.1f}", f"{rate:.0f}", f"{rate / first_rate:.2f}",
@@ -154,6 +159,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, help="concept sets to synthesize (default: the demo's)")
     parser.add_argument("--scales", default="1,10,100", help="comma-separated multiples of the labeling requests")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each scale; the median is shown")
     args = parser.parse_args()
     import ray
 
@@ -167,7 +173,7 @@ def main() -> None:
     console.print(f"Ray cluster start: {time.perf_counter() - started:.1f} s (not in the timings below)")
     with tempfile.TemporaryDirectory() as tmp:
         console.print(overhead(cfg, Path(tmp)))
-        console.print(scale(cfg, Path(tmp), [int(factor) for factor in args.scales.split(",")]))
+        console.print(scale(cfg, Path(tmp), [int(factor) for factor in args.scales.split(",")], args.repeats))
     ray.shutdown()
 
 

@@ -231,3 +231,14 @@ def test_module_functions_use_a_shared_pool_that_can_be_closed_and_restarted():
         assert grading.group_answers(["2", "2.0", "3"])[0] == AnswerGroup("2", [0, 1])
     finally:
         grading.close_pool()
+
+
+def test_a_worker_that_started_after_the_work_was_done_ends_quietly_when_the_pool_closes(capfd):
+    # The second worker announces it is ready after the only pair is graded; its message is never read, and
+    # closing a pipe with unread data resets it: the worker must take that as the end, not print a traceback.
+    for _ in range(2):
+        pool = GradingPool(workers=2)
+        assert pool.grade([("\\frac{1}{2}", "0.5")]) == [True]
+        time.sleep(3)
+        pool.close()
+    assert "Traceback" not in capfd.readouterr().err

@@ -159,17 +159,17 @@ def _worker_main(connection: Connection, step_timeout_s: int) -> None:
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     # Warm up imports and parser tables before announcing readiness, so deadlines measure grading only.
     _math_verify_equivalent("x^2+\\frac{1}{2}", "0.5+x^2", step_timeout_s)
-    connection.send(_READY)
-    while True:
-        try:
+    try:
+        connection.send(_READY)
+        while True:
             gold, pred = connection.recv()
-        except EOFError:
-            return
-        try:
-            verdict = _math_verify_equivalent(gold, pred, step_timeout_s)
-        except Exception:  # math-verify or SymPy choking on an answer means "not shown equivalent"
-            verdict = False
-        connection.send(verdict)
+            try:
+                verdict = _math_verify_equivalent(gold, pred, step_timeout_s)
+            except Exception:  # math-verify or SymPy choking on an answer means "not shown equivalent"
+                verdict = False
+            connection.send(verdict)
+    except (EOFError, OSError):  # the parent closed its end; a reset when it never read our last message
+        return
 
 
 @dataclass
