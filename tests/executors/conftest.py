@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-# The synthesis stage tests' builders of run directories (tests/stages/_synthesis_run.py) and the local
-# OpenAI-compatible server (tests/engines/_openai_server.py).
+# The synthesis stage tests' builders of run directories (tests/stages/_synthesis_run.py).
 sys.path.insert(0, str(Path(__file__).parents[1] / "stages"))
-sys.path.insert(0, str(Path(__file__).parents[1] / "engines"))
 
 
 @pytest.fixture(scope="package")

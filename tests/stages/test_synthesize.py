@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import json
 import random
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
+from _openai_server import MODEL, serving
 from _synthesis_run import noisy_pipeline_file, write_identified_run
 from typer.testing import CliRunner
 
@@ -221,93 +219,53 @@ def test_roles_with_the_same_engine_settings_share_one_engine_per_run(tmp_path: 
     assert builds == ["arith-oracle"]  # every answer came from the cache: nothing was built
 
 
-class OneChoiceTeacherServer(ThreadingHTTPServer):
-    """An OpenAI-compatible /v1/chat/completions that, like llama.cpp's server, accepts `n` and returns one
-    choice. It plays every teacher role from the rendered prompt alone (the arith teacher's rules), with the
-    request's seed as its only source of randomness; it records the (n, seed) of every labeler request."""
+def play_teacher(prompt: str, body: dict) -> str:
+    """Every teacher role from the rendered prompt alone (the arith teacher's rules), with the request's seed as
+    the only source of randomness."""
+    from sws.worlds.arith import teacher
 
-    daemon_threads = True
+    rng = random.Random(body.get("seed", 0))
+    if prompt.startswith("A student keeps getting"):
+        category = re.search(r"following (\S+) problem", prompt).group(1)
+        problem = prompt.split("Problem:\n", 1)[1].split("\n\nList the", 1)[0]
+        return teacher.extract_text(problem, category, int(re.search(r"List the (\d+)", prompt).group(1)), rng)
+    if prompt.startswith("Write one new math problem"):
+        category, level = re.search(r'category "([^"]+)" at (\w+) difficulty', prompt).groups()
+        concepts = re.findall(r"^- (.+)$", prompt.split("The problem must be", 1)[0], re.M)
+        return teacher.generate_text(category, concepts, level, {}, rng)
+    if prompt.startswith("You are reviewing"):
+        return teacher.rate_text(prompt.split("Problem:\n", 1)[1].split("\n\nFirst write", 1)[0], 0.0, rng)
+    return f"(sample drawn with seed {body.get('seed')})\n" + teacher.label_text(labeled_problem(prompt), 0.3, rng)
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), TeacherHandler)
-        self.label_requests: list[tuple[int, int, str]] = []
-        self.lock = threading.Lock()
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class TeacherHandler(BaseHTTPRequestHandler):
-    server: OneChoiceTeacherServer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self._reply({"object": "list", "data": [{"id": "teacher", "object": "model", "created": 0, "owned_by": "t"}]})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt, seed = body["messages"][-1]["content"], body.get("seed", 0)
-        text = self._answer(prompt, body.get("n", 1), seed)
-        self._reply({"id": "x", "object": "chat.completion", "created": 0, "model": "teacher",
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                  "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": len(text.split()), "total_tokens": 1}})
-
-    def _answer(self, prompt: str, n: int, seed: int) -> str:
-        from sws.worlds.arith import teacher
-
-        rng = random.Random(seed)
-        if prompt.startswith("A student keeps getting"):
-            category = re.search(r"following (\S+) problem", prompt).group(1)
-            problem = prompt.split("Problem:\n", 1)[1].split("\n\nList the", 1)[0]
-            return teacher.extract_text(problem, category, int(re.search(r"List the (\d+)", prompt).group(1)), rng)
-        if prompt.startswith("Write one new math problem"):
-            category, level = re.search(r'category "([^"]+)" at (\w+) difficulty', prompt).groups()
-            concepts = re.findall(r"^- (.+)$", prompt.split("The problem must be", 1)[0], re.M)
-            return teacher.generate_text(category, concepts, level, {}, rng)
-        if prompt.startswith("You are reviewing"):
-            return teacher.rate_text(prompt.split("Problem:\n", 1)[1].split("\n\nFirst write", 1)[0], 0.0, rng)
-        problem = prompt.split("\\boxed{}.\n\n", 1)[1].strip()
-        with self.server.lock:
-            self.server.label_requests.append((n, seed, problem))
-        return f"(sample drawn with seed {seed})\n" + teacher.label_text(problem, 0.3, rng)
-
-    def _reply(self, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def labeled_problem(prompt: str) -> str | None:
+    """The problem a labeler prompt asks about; None for the other roles' prompts."""
+    parts = prompt.split("\\boxed{}.\n\n", 1)
+    return parts[1].strip() if len(parts) == 2 else None
 
 
 def test_synthesize_against_a_server_that_ignores_n_gets_distinct_labeler_samples(tmp_path: Path, monkeypatch) -> None:
-    server = OneChoiceTeacherServer()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
-    teacher = {"engine": "openai", "model": "teacher", "options": {"base_url": server.base_url, "max_concurrency": 4}}
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(yaml.safe_dump({
-        "roles": {"extractor": teacher, "generator": teacher, "judges": [teacher], "labeler": teacher},
-        "synthesize": {"budget": 12, "set_size": 3, "label_samples": 4},
-    }))
     run = tmp_path / "run"
     write_identified_run(run, n_problems=40)
-    try:
+    with serving() as server:
+        server.ignores_n, server.writer = True, play_teacher
+        teacher = {"engine": "openai", "model": MODEL, "options": {"base_url": server.base_url, "max_concurrency": 4}}
+        pipeline = tmp_path / "pipeline.yaml"
+        pipeline.write_text(yaml.safe_dump({
+            "roles": {"extractor": teacher, "generator": teacher, "judges": [teacher], "labeler": teacher},
+            "synthesize": {"budget": 12, "set_size": 3, "label_samples": 4},
+        }))
         result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
-    finally:
-        server.shutdown()
-        server.server_close()
+        label_requests = [(body.get("n", 1), body.get("seed"), problem) for _, body in server.posts
+                          if (problem := labeled_problem(body["messages"][-1]["content"])) is not None]
     assert result.exit_code == 0, result.output
     labeled = read_table(run, "labeled")
     assert labeled.height > 0 and all(len(answers) == 4 for answers in labeled["answers"])
-    probes = [request for request in server.label_requests if request[0] == 4]
+    probes = [request for request in label_requests if request[0] == 4]
     assert len(probes) == 1  # the first labeler request found out; every later one asked for one choice
     seeds: dict[str, set[int]] = {}
-    for n, seed, problem in server.label_requests:
+    for n, seed, problem in label_requests:
         if n == 1:
             seeds.setdefault(problem, set()).add(seed)
     assert seeds and all(len(distinct) == 4 for distinct in seeds.values())

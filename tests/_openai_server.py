@@ -1,12 +1,13 @@
 """A small OpenAI-compatible server for tests: /v1/models, /v1/completions and /v1/chat/completions, with
-scripted failures, stalls, a finish reason, and a mode that ignores `n` like llama.cpp's server."""
+scripted failures, stalls, a finish reason, a mode that ignores `n` like llama.cpp's server, and an optional
+writer of the answers' text."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +30,8 @@ class FakeServer(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.ignores_n = False  # answer one choice whatever n asks, like llama.cpp's server
+        # (prompt, request body) -> the text of one choice; None: echo the prompt with the sample's index
+        self.writer: Callable[[str, dict[str, Any]], str] | None = None
         self.finish_reason = "stop"
         self.lock = threading.Lock()
 
@@ -82,10 +85,13 @@ class FakeHandler(BaseHTTPRequestHandler):
 
 def completion_body(body: dict[str, Any], chat: bool, server: FakeServer) -> dict[str, Any]:
     source = body["messages"][-1]["content"] if chat else body["prompt"]
-    if server.ignores_n:
+    n = 1 if server.ignores_n else body.get("n", 1)
+    if server.writer is not None:
+        texts = [server.writer(source, body) for _ in range(n)]
+    elif server.ignores_n:
         texts = [f"{source} -> seed {body.get('seed')} \\boxed{{0}}"]
     else:
-        texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(body.get("n", 1))]
+        texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(n)]
     reason = server.finish_reason
     if chat:
         choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": reason}
