@@ -96,6 +96,19 @@ def test_filter_on_ray_writes_the_local_executors_artifacts_row_for_row(tmp_path
     assert len(markers(tmp_path / "ray")) == 10
 
 
+def test_more_replicas_than_the_cluster_can_place_run_on_the_room_there_is_and_say_so(tmp_path, ray_cluster, capsys):
+    local = filter_locally(tmp_path / "local", n=40)
+    write_labeled(tmp_path / "ray", n=40)
+    settings = filter_settings(shard_size=4, address=ray_cluster)
+    settings["executor"]["roles"] = {"policy": {"replicas": 8}}
+
+    difficulty.run(PipelineConfig.model_validate(settings), tmp_path / "ray")
+
+    assert_same_table("filtered", local, tmp_path / "ray")
+    said = " ".join(capsys.readouterr().err.split())
+    assert "executor.roles.policy.replicas: 8 workers asked for, the Ray cluster has room for 2; using 2" in said
+
+
 def test_eval_on_ray_writes_the_local_executors_tables_row_for_row(tmp_path, ray_cluster):
     settings = {"arith": {"n_eval_per_category": 3}, "eval": {"k": 2, "benchmarks": ["arith"], "shard_size": 4},
                 "roles": {"policy": {"engine": "oracle", "model": "", "options": {"labeler_error": 0.5}}}}

@@ -44,6 +44,8 @@ from sws.llm_calls import held, release_held
 # Grading batches per worker: small enough to balance the pool, large enough to amortise a task.
 GRADING_BATCHES_PER_WORKER = 4
 HELD_PREFIX = "ray-workers:"
+CLOSE_TIMEOUT_S = 5.0
+_announced: set[str] = set()  # settings already told that the cluster has room for fewer workers
 
 
 class Worker:
@@ -106,8 +108,8 @@ class WorkerPool:
 
     def close(self) -> None:
         ray = require_ray()
-        try:
-            ray.get([actor.close.remote() for actor in self.actors], timeout=30)
+        try:  # a worker still busy (after Ctrl-C) is not waited for: its grading process ends with its pipe
+            ray.get([actor.close.remote() for actor in self.actors], timeout=CLOSE_TIMEOUT_S)
         except ray.exceptions.RayError:
             pass  # the actors are killed below, whatever state they are in
         for actor in self.actors:
@@ -127,11 +129,15 @@ def workers(gpus: float) -> AbstractContextManager[WorkerPool]:
     return held(key, lambda: WorkerPool(cpus=0, gpus=gpus))
 
 
-def placeable(count: int, gpus: float) -> int:
-    """At most as many workers as the cluster can place at once; tasks for the others would wait forever."""
+def placeable(count: int, gpus: float, setting: str) -> int:
+    """At most as many workers as the cluster can place at once (tasks for the others would wait forever);
+    says so when `setting` asks for more."""
     resources = require_ray().cluster_resources()
-    room = int(resources.get("GPU", 0) // gpus) if gpus else int(resources.get("CPU", 1))
-    return max(1, min(count, room))
+    room = max(1, int(resources.get("GPU", 0) // gpus) if gpus else int(resources.get("CPU", 1)))
+    if count > room and setting not in _announced:
+        _announced.add(setting)
+        ui.info(f"{setting}: {count} workers asked for, the Ray cluster has room for {room}; using {room}")
+    return min(count, room)
 
 
 class RayExecutor:
@@ -170,7 +176,8 @@ class RayExecutor:
             return
         settings = role.model_dump(mode="json")
         with workers(resources.gpus) as pool:
-            written = pool.take(placeable(min(resources.replicas, len(pending)), resources.gpus)).map_unordered(
+            setting = f"executor.roles.{role_name}.replicas"
+            written = pool.take(placeable(min(resources.replicas, len(pending)), resources.gpus, setting)).map_unordered(
                 lambda actor, shard: actor.answer.remote(settings, str(folder), shard.name, shard.start, shard.size),
                 pending)
             for _ in ui.track(written, track, total=len(pending)):
@@ -192,7 +199,8 @@ class RayExecutor:
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
         if not items:
             return []
-        count = placeable(min(self.grading.workers or len(items), len(items)), gpus=0)
+        wanted = self.grading.workers or int(require_ray().cluster_resources().get("CPU", 1))
+        count = placeable(min(wanted, len(items)), gpus=0, setting="grading.workers")
         size = max(1, -(-len(items) // (count * GRADING_BATCHES_PER_WORKER)))
         batches = [items[start:start + size] for start in range(0, len(items), size)]
         deadline_s = self.grading.deadline_s
