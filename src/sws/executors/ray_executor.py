@@ -129,12 +129,12 @@ def workers(gpus: float) -> AbstractContextManager[WorkerPool]:
     return held(key, lambda: WorkerPool(cpus=0, gpus=gpus))
 
 
-def placeable(count: int, gpus: float, setting: str) -> int:
+def placeable(count: int, gpus: float, setting: str | None) -> int:
     """At most as many workers as the cluster can place at once (tasks for the others would wait forever);
-    says so when `setting` asks for more."""
+    says so when a `setting` the user gave asks for more."""
     resources = require_ray().cluster_resources()
     room = max(1, int(resources.get("GPU", 0) // gpus) if gpus else int(resources.get("CPU", 1)))
-    if count > room and setting not in _announced:
+    if count > room and setting is not None and setting not in _announced:
         _announced.add(setting)
         ui.info(f"{setting}: {count} workers asked for, the Ray cluster has room for {room}; using {room}")
     return min(count, room)
@@ -199,8 +199,8 @@ class RayExecutor:
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
         if not items:
             return []
-        wanted = self.grading.workers or int(require_ray().cluster_resources().get("CPU", 1))
-        count = placeable(min(wanted, len(items)), gpus=0, setting="grading.workers")
+        asked = self.grading.workers  # None: as many as the cluster's CPUs
+        count = placeable(min(asked or len(items), len(items)), gpus=0, setting="grading.workers" if asked else None)
         size = max(1, -(-len(items) // (count * GRADING_BATCHES_PER_WORKER)))
         batches = [items[start:start + size] for start in range(0, len(items), size)]
         deadline_s = self.grading.deadline_s
