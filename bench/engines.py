@@ -33,7 +33,7 @@ def main() -> None:
     from sws.engines import CachedEngine, Request
     from sws.engines.cache import cache_identity
     from sws.engines.vllm import VllmEngine, sampling_params
-    from sws.policy import policy_prompt
+    from sws.world import get_world
     from sws.worlds.arith import generate_problems
     from sws.worlds.arith.bootstrap import bootstrap_policy
 
@@ -42,7 +42,7 @@ def main() -> None:
                        options={"enforce_eager": True, "max_model_len": 128})
     engine = VllmEngine(cfg)
     problems = generate_problems(args.problems, seed=0)
-    requests = [Request(**policy_prompt(p.problem, "arith"), n=args.n, temperature=1.0, max_tokens=args.max_tokens,
+    requests = [Request(**get_world("arith").policy_prompt(p.problem), n=args.n, temperature=1.0, max_tokens=args.max_tokens,
                         seed=1000 * i) for i, p in enumerate(problems)]
     prompts = [request.prompt for request in requests]
 

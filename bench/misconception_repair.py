@@ -23,8 +23,8 @@ from sws import ui
 from sws.config import EngineConfig, TrainConfig
 from sws.engines import Request, make_engine
 from sws.grading import extract_answer
-from sws.policy import policy_prompt
 from sws.training import TrainJob, train
+from sws.world import get_world
 from sws.worlds.arith.bootstrap import bootstrap_policy
 from sws.worlds.arith.evaluation import accuracy_by, graded_problems
 from sws.worlds.arith.expressions import parse
@@ -52,7 +52,7 @@ def sampled_rates(model_dir: Path, problems: list[ArithProblem]) -> tuple[float,
     engine = make_engine(EngineConfig(engine="hf", model=str(model_dir), temperature=1.0, max_tokens=16,
                                       options={"batch_size": 512}))
     try:
-        completions = engine.generate([Request(**policy_prompt(p.problem, "arith"), n=SAMPLES, temperature=1.0,
+        completions = engine.generate([Request(**get_world("arith").policy_prompt(p.problem), n=SAMPLES, temperature=1.0,
                                                max_tokens=16, seed=index) for index, p in enumerate(problems)])
     finally:
         engine.close()

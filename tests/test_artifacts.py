@@ -11,7 +11,6 @@ from sws.artifacts import (
     atomic_write,
     check_schema,
     empty_table,
-    manifest_path,
     read_manifest,
     read_parquet,
     read_table,
@@ -22,6 +21,7 @@ from sws.artifacts import (
     write_table,
 )
 from sws.errors import UserError
+from sws.run_dir import RunDir
 
 
 def problems(n: int = 2) -> pl.DataFrame:
@@ -163,7 +163,7 @@ def test_a_change_of_config_input_or_outputs_reruns_the_stage(tmp_path, change):
 def test_the_manifest_records_hash_inputs_rows_seconds_and_versions(tmp_path):
     stage = CountingStage(tmp_path)
     stage.run()
-    manifest = json.loads(manifest_path(tmp_path, "copy").read_text())
+    manifest = json.loads(RunDir(tmp_path).manifest("copy").read_text())
     assert set(manifest) >= {"config_hash", "inputs", "outputs", "rows", "seconds", "versions", "info"}
     assert list(manifest["inputs"]) == ["input.txt"]
     assert manifest["rows"] == {"output": 1}
@@ -182,7 +182,7 @@ def test_a_failing_stage_writes_no_manifest(tmp_path):
 def test_a_corrupt_manifest_means_the_stage_is_not_done(tmp_path):
     stage = CountingStage(tmp_path)
     stage.run()
-    manifest_path(tmp_path, "copy").write_text("{not json")
+    RunDir(tmp_path).manifest("copy").write_text("{not json")
     assert not stage.run().skipped
 
 

@@ -179,8 +179,9 @@ def test_an_ungraded_comparison_is_not_known_equal_and_merges_no_groups(impatien
     assert impatient_pool.timeouts == 2
 
 
-def test_graded_counts_leave_ungraded_verdicts_out_of_both_counts():
-    assert grading.graded_counts([True, None, False, None, None, True], 3) == [(2, 1), (1, 1)]
+def test_graded_count_leaves_ungraded_verdicts_out_of_both_counts():
+    assert grading.graded_count([True, None, False]) == (2, 1)
+    assert grading.graded_count([None, None, True]) == (1, 1)
 
 
 def test_pool_rejects_nonsense_settings():

@@ -11,6 +11,8 @@ from sws.artifacts import write_json
 from sws.cli import app
 from sws.config import PipelineConfig, load_config
 from sws.errors import UserError
+from sws.run_dir import RunDir
+from sws.world import get_world
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 METHOD_ORDER = [
@@ -95,22 +97,22 @@ def test_run_with_a_missing_pipeline_file_is_one_line_error(tmp_path: Path) -> N
 
 def test_seed_set_draws_only_the_configured_levels_and_redraws_when_they_change(tmp_path: Path) -> None:
     config = PipelineConfig(world="arith")
-    config.arith.n_seed_problems = 30
-    config.arith.seed_levels = ["easy", "medium"]
-    pipeline.seed_set_step(config, tmp_path, False)
-    path = pipeline.seed_set_path(tmp_path)
+    config.world_settings.n_seed_problems = 30
+    config.world_settings.seed_levels = ["easy", "medium"]
+    get_world("arith").seed_set_step(config, tmp_path, False)
+    path = RunDir(tmp_path).seed_file("arith")
     levels = {json.loads(line)["level"] for line in path.read_text().splitlines()}
     assert levels == {"easy", "medium"}
-    config.arith.seed_levels = ["hard"]
-    pipeline.seed_set_step(config, tmp_path, False)
+    config.world_settings.seed_levels = ["hard"]
+    get_world("arith").seed_set_step(config, tmp_path, False)
     assert {json.loads(line)["level"] for line in path.read_text().splitlines()} == {"hard"}
 
 
 def test_seed_set_draws_only_the_configured_categories(tmp_path: Path) -> None:
     config = PipelineConfig(world="arith")
-    config.arith.n_seed_problems = 30
-    config.arith.seed_categories = ["addition", "subtraction", "multiplication"]
-    pipeline.seed_set_step(config, tmp_path, False)
-    lines = pipeline.seed_set_path(tmp_path).read_text().splitlines()
+    config.world_settings.n_seed_problems = 30
+    config.world_settings.seed_categories = ["addition", "subtraction", "multiplication"]
+    get_world("arith").seed_set_step(config, tmp_path, False)
+    lines = RunDir(tmp_path).seed_file("arith").read_text().splitlines()
     assert len(lines) == 30
     assert {json.loads(line)["category"] for line in lines} == {"addition", "subtraction", "multiplication"}

@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from sws.cli import app
 from sws.errors import UserError
-from sws.run_lock import lock_path, run_lock
+from sws.run_dir import RunDir
+from sws.run_lock import run_lock
 
 
 def test_a_second_holder_fails_at_once_naming_the_first(tmp_path):
@@ -29,9 +30,9 @@ def test_a_command_on_a_locked_run_is_one_line_and_exit_2(tmp_path):
 
 
 def test_a_stale_lock_of_a_dead_process_is_taken_over_and_said(tmp_path, capsys):
-    lock_path(tmp_path).write_text(json.dumps({"pid": 999999, "host": "h", "command": "sws eval", "since": "t"}))
+    RunDir(tmp_path).lock.write_text(json.dumps({"pid": 999999, "host": "h", "command": "sws eval", "since": "t"}))
     with run_lock(tmp_path):
-        assert json.loads(lock_path(tmp_path).read_text())["pid"] == os.getpid()
+        assert json.loads(RunDir(tmp_path).lock.read_text())["pid"] == os.getpid()
     err = " ".join(capsys.readouterr().err.split())
     assert "took over" in err and "pid 999999" in err and "sws eval" in err
     with run_lock(tmp_path):  # released and emptied: no takeover message the next time

@@ -26,6 +26,7 @@ import polars as pl
 
 from sws import ui
 from sws.errors import UserError
+from sws.run_dir import RunDir
 
 STR = pl.Utf8
 INT = pl.Int64
@@ -117,11 +118,11 @@ def artifact_kind(name: str) -> str:
 
 
 def table_path(run_dir: Path, name: str) -> Path:
-    return Path(run_dir) / f"{name}.parquet"
+    return RunDir(run_dir).table(name)
 
 
 def rejected_path(run_dir: Path, name: str) -> Path:
-    return Path(run_dir) / f"{name}.rejected.parquet"
+    return RunDir(run_dir).rejected(name)
 
 
 def check_schema(df: pl.DataFrame, name: str, source: Path | str) -> None:
@@ -383,12 +384,10 @@ def environment() -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def manifest_path(run_dir: Path, stage: str) -> Path:
-    return Path(run_dir) / "manifests" / f"{stage}.json"
 
 
 def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
-    path = manifest_path(run_dir, stage)
+    path = RunDir(run_dir).manifest(stage)
     if not path.exists():
         return None
     try:
@@ -467,7 +466,7 @@ def run_stage(
     previous = read_manifest(run_dir, stage)
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
-        ui.info(f"{stage}: up to date, skipped ({manifest_path(run_dir, stage)} matches; --force reruns it)")
+        ui.info(f"{stage}: up to date, skipped ({RunDir(run_dir).manifest(stage)} matches; --force reruns it)")
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
     if reason is not None and reason.startswith("output"):
         ui.info(f"{stage}: {reason}; running it again")
@@ -492,7 +491,7 @@ def run_stage(
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
     result.seconds = round(time.perf_counter() - started, 3)
     write_json(
-        manifest_path(run_dir, stage),
+        RunDir(run_dir).manifest(stage),
         {
             "stage": stage,
             "config_hash": wanted_hash,
@@ -509,7 +508,7 @@ def run_stage(
 
 
 def _remove_manifest(run_dir: Path, stage: str) -> None:
-    path = manifest_path(run_dir, stage)
+    path = RunDir(run_dir).manifest(stage)
     if path.exists():
         path.unlink()
         _fsync(path.parent)
@@ -522,7 +521,7 @@ def _restore_if_untouched(run_dir: Path, stage: str, previous: dict[str, Any] | 
     and the old manifest is still true of it. Only a folder output written in place can differ.
     """
     if previous is not None and previous.get("outputs") == fingerprints(run_dir, outputs):
-        write_json(manifest_path(run_dir, stage), previous)
+        write_json(RunDir(run_dir).manifest(stage), previous)
 
 
 def _remove_leftover_temporaries(outputs: list[Path]) -> None:

@@ -12,9 +12,11 @@ from typing import Annotated, Any
 import typer
 
 from sws import preflight, ui
-from sws.config import PipelineConfig, load_run_config, run_config_path, save_run_config
+from sws.config import PipelineConfig, load_run_config, role_config, save_run_config
 from sws.errors import UserError
+from sws.run_dir import RunDir
 from sws.run_lock import run_lock
+from sws.world import all_worlds, get_world
 
 app = typer.Typer(
     help="sws: turn a preliminary RL run's failures into verified synthetic problems and an augmented RL run.\n\n"
@@ -104,7 +106,7 @@ def run_command(
     check_run_dir(run)
     with run_lock(run):
         cfg = load_run_config(run, pipeline, overrides)
-        source = pipeline or (run_config_path(run) if run_config_path(run).exists() else "command-line options")
+        source = pipeline or (RunDir(run).config if RunDir(run).config.exists() else "command-line options")
         preflight.check(cfg, command, source, steps)
         action(cfg)
         if save:
@@ -332,16 +334,16 @@ def sample(
     config: PipelineOpt = None,
 ) -> None:
     """Send one prompt to a role's engine and print its completions: check a model or server before a long run."""
-    from sws.engines import Request, make_engine, role_config
-    from sws.policy import policy_prompt
+    from sws.engines import Request, make_engine
+    from sws.policy import policy_role
     from sws.prompts import chat
 
     cfg = load_run_config(run, config, {})
-    role_cfg = role_config(cfg, role)
-    text = policy_prompt(prompt, cfg.world) if role == "policy" else {"messages": chat(prompt)}
+    role_cfg = policy_role(cfg, run) if role == "policy" else role_config(cfg, role)
+    text = get_world(cfg.world).policy_prompt(prompt) if role == "policy" else {"messages": chat(prompt)}
     request = Request(**text, n=n, temperature=role_cfg.temperature, top_p=role_cfg.top_p,
                       max_tokens=max_tokens or role_cfg.max_tokens, seed=seed)
-    engine = make_engine(role_cfg, run)
+    engine = make_engine(role_cfg, RunDir(run).request_cache)
     try:
         completions = engine.generate([request])[0]
     finally:
@@ -388,74 +390,13 @@ def run_pipeline(
 
 
 world_app = typer.Typer(
-    help="The built-in arithmetic world: seed sets, the tiny policy's warm start, its accuracy.\n\n"
-    "Example: sws world bootstrap --steps 1500",
+    help="Each world's own commands (the built-in arithmetic world: seed sets, the tiny policy's warm start, its "
+    "accuracy).\n\nExample: sws world bootstrap --steps 1500",
     no_args_is_help=True,
 )
 app.add_typer(world_app, name="world")
-CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories (default: all six).")]
-
-
-@command("seed-set", group=world_app, epilog="Example: sws world seed-set --out runs/demo/seed.jsonl --n 600 --seed 0")
-def world_seed_set(
-    out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
-    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the problem draw.")] = 0,
-    categories: CategoriesOpt = None,
-    levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard (default all).")] = None,
-) -> None:
-    """Write an arith seed problem set (categories in turn, levels mixed) that `sws prepare` reads."""
-    from sws.config import ArithConfig
-    from sws.worlds.arith.seed_set import write_seed_set
-
-    count = write_seed_set(
-        out, ArithConfig().n_seed_problems if n is None else n, seed,
-        categories.split(",") if categories else None, levels.split(",") if levels else None,
-    )
-    ui.info(f"wrote {count} arith problems to {out}")
-
-
-def _print_accuracy(model: Path, n_per_category: int | None, seed: int, title: str) -> None:
-    from rich.console import Console
-
-    from sws.config import ArithConfig
-    from sws.worlds.arith.evaluation import accuracy_table, graded_problems
-
-    n = ArithConfig().n_eval_per_category if n_per_category is None else n_per_category
-    Console().print(accuracy_table(graded_problems(model, n, seed), title))
-
-
-NPerCategoryOpt = Annotated[
-    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).")
-]
-
-
-@command("bootstrap", group=world_app, epilog="Example: sws world bootstrap --steps 1500 --seed 0")
-def world_bootstrap(
-    out: Annotated[Path | None, typer.Option(help="Policy folder to write (default: the cache, ~/.cache/sws).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Supervised steps (default: arith.bootstrap_steps).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the weights and the training data.")] = 0,
-    misconception_rate: Annotated[float | None, typer.Option(
-        help="Share of carrying and borrowing examples answered wrongly (default: arith.misconception_rate).",
-        min=0.0, max=1.0)] = None,
-    n_per_category: NPerCategoryOpt = None,
-) -> None:
-    """Warm-start the tiny policy on an uneven mix (reused if cached), then print its accuracy per category."""
-    from sws.worlds.arith.bootstrap import bootstrap_policy
-
-    folder = bootstrap_policy(out, steps, seed, misconception_rate)
-    print(folder)
-    _print_accuracy(folder, n_per_category, 12345, f"greedy accuracy of {folder}")
-
-
-@command("accuracy", group=world_app, epilog="Example: sws world accuracy --model runs/demo/train/initial/final")
-def world_accuracy(
-    model: Annotated[Path, typer.Option(help="Policy folder (a Hugging Face model directory).")],
-    n_per_category: NPerCategoryOpt = None,
-    seed: Annotated[int, typer.Option(help="Seed of the fresh problems.")] = 12345,
-) -> None:
-    """Print a policy's greedy accuracy on fresh arith problems, per category and level."""
-    _print_accuracy(model, n_per_category, seed, f"greedy accuracy of {model}")
+for world in all_worlds():
+    world.add_commands(world_app, command)
 
 
 def main() -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sws.config import load_config, run_config_path
+from sws.config import load_config
 from sws.errors import UserError
-from sws.stages.evaluate import HEADLINE_CHECKPOINTS, read_summary, summary_path
+from sws.run_dir import RunDir
+from sws.stages.evaluate import HEADLINE_CHECKPOINTS, read_summary
 
 # summary.json prefix -> column title of its augmented − baseline
 GAPS = {"weak_solved": "aug − base", "weak_like_solved": "aug − base, fresh"}
@@ -54,7 +55,7 @@ def run_result(run_dir: Path) -> RunResult:
     summary = read_summary(run_dir)
     for checkpoint in ("baseline", "augmented"):
         if f"weak_solved_{checkpoint}" not in summary:
-            raise UserError(f"{summary_path(run_dir)}: field 'weak_solved_{checkpoint}' missing; train it "
+            raise UserError(f"{RunDir(run_dir).summary}: field 'weak_solved_{checkpoint}' missing; train it "
                             f"(`sws train {checkpoint} --run {run_dir}`), then rerun `sws eval --run {run_dir}`")
 
     def overall(prefix: str, checkpoint: str) -> float | None:
@@ -66,8 +67,8 @@ def run_result(run_dir: Path) -> RunResult:
 
     return RunResult(
         run=Path(run_dir),
-        seed=(load_config(run_config_path(run_dir), paths_relative_to_file=False).seed
-              if run_config_path(run_dir).is_file() else None),
+        seed=(load_config(RunDir(run_dir).config, paths_relative_to_file=False).seed
+              if RunDir(run_dir).config.is_file() else None),
         solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS},
         gaps={prefix: gap(prefix) for prefix in GAPS},
         machine=machine_of(summary),

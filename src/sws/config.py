@@ -12,10 +12,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from sws.artifacts import write_text
 from sws.errors import UserError
+from sws.run_dir import RunDir
+from sws.world import engine_world, get_world, world_names
 
 
 class Section(BaseModel):
@@ -40,8 +51,8 @@ class EmbedderConfig(Section):
 
 
 class RolesConfig(Section):
-    """The models of the method. A teacher role left out takes its world's default (`WORLD_DEFAULTS`); a world
-    without a built-in teacher (math) needs it set, which `require_roles` checks before any model is called."""
+    """The models of the method. A teacher role left out takes its world's default (`World.default_roles`); a
+    world without a built-in teacher (math) needs it set, which `require_roles` checks before any model is called."""
 
     extractor: EngineConfig | None = None
     generator: EngineConfig | None = None
@@ -50,22 +61,6 @@ class RolesConfig(Section):
     # An empty model means the run's initial checkpoint (train/initial/final).
     policy: EngineConfig = Field(default_factory=lambda: EngineConfig(engine="hf", model="", temperature=1.0))
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
-
-
-class ArithConfig(Section):
-    """The built-in arithmetic world (DESIGN §6)."""
-
-    n_seed_problems: int = Field(600, ge=1)
-    # Categories and levels of the seed set the pipeline draws (None: all six categories); the held-out
-    # evaluation always covers every category and level.
-    seed_categories: list[str] | None = Field(None, min_length=1)
-    seed_levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
-    n_eval_per_category: int = Field(50, ge=1)
-    # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
-    bootstrap_steps: int = Field(1200, ge=1)
-    # Share of the warm start's carrying additions and borrowing subtractions answered with a column
-    # misconception (dropped carry, smaller digit from larger); 0 gives a policy without them.
-    misconception_rate: float = Field(0.15, ge=0, le=1)
 
 
 class PrepareConfig(Section):
@@ -272,8 +267,9 @@ class ReportConfig(Section):
 
 class PipelineConfig(Section):
     seed: int = 0
-    world: Literal["arith", "math"] = "arith"
-    arith: ArithConfig = Field(default_factory=ArithConfig)
+    world: str = "arith"
+    # The world's own section, written under the world's name (`arith:`) and checked by its settings model.
+    world_settings: SerializeAsAny[Section] | None = None
     roles: RolesConfig = Field(default_factory=RolesConfig)
     prepare: PrepareConfig = Field(default_factory=PrepareConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)
@@ -288,47 +284,90 @@ class PipelineConfig(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _world_defaults(cls, data: Any) -> Any:
+    def _world_parts(cls, data: Any) -> Any:
+        """Fill the teacher roles left out with the world's defaults, and read the world's own section."""
         # Assignment to a field of a built config revalidates it with `roles` already a RolesConfig: leave it.
         if not isinstance(data, dict) or not isinstance(data.get("roles") or {}, dict):
             return data
-        defaults = WORLD_DEFAULTS.get(data.get("world", "arith"), {})
+        name = data.get("world", "arith")
+        if not isinstance(name, str) or name not in world_names():
+            raise ValueError(f"world {name!r} is not known; use one of: {', '.join(world_names())}")
+        world = get_world(name)
         roles = dict(data.get("roles") or {})
-        for role, default in defaults.get("roles", {}).items():
+        for role, default in world.default_roles.items():
             if roles.get(role) is None:
                 roles[role] = default
-        return {**data, "roles": roles}
+        data = {**data, "roles": roles}
+        for other in world_names():
+            if other != name and other in data:
+                raise ValueError(f"section '{other}' belongs to world '{other}', not to this pipeline's world "
+                                 f"'{name}'; remove it")
+        if world.settings_model is not None and "world_settings" not in data:
+            section = data.pop(name, None) or {}
+            try:
+                data["world_settings"] = world.settings_model.model_validate(section)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in (name, *error["loc"]))
+                if error["type"] == "extra_forbidden":
+                    raise ValueError(f"unknown key '{where}'; remove it or check its spelling") from None
+                raise ValueError(f"field '{where}': {error['msg']}") from None
+        return data
+
+    @model_serializer(mode="wrap")
+    def _world_section_under_its_name(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        settings = data.pop("world_settings", None)
+        if settings is None:
+            return data
+        # Right after `world`, where a pipeline file has it.
+        return {key: value for name, field in data.items()
+                for key, value in ((name, field), *([(self.world, settings)] if name == "world" else []))}
 
 
-# What each world fills in for the settings a pipeline file leaves out. The arith world's rule-based oracle
-# plays every teacher role; the math world has no built-in teacher, so its pipelines name real models.
-ARITH_ORACLE: dict[str, Any] = {"engine": "oracle", "model": "arith-oracle"}
-WORLD_DEFAULTS: dict[str, dict[str, Any]] = {
-    "arith": {"roles": {"extractor": ARITH_ORACLE, "generator": ARITH_ORACLE, "judges": [ARITH_ORACLE],
-                        "labeler": ARITH_ORACLE}},
-    "math": {},
-}
 TEACHER_ROLES = ("extractor", "generator", "judges", "labeler")
 ROLE_SNIPPET = "roles: {%s: %s}"
 ROLE_EXAMPLE = "{engine: openai, model: Qwen/Qwen2.5-7B-Instruct, options: {base_url: 'http://localhost:8000/v1'}}"
 
 
 def require_roles(cfg: PipelineConfig, roles: Iterable[str], source: Path | str) -> None:
-    """UserError for the first of `roles` that is not set, or that asks the arith oracle outside the arith world."""
+    """UserError for the first of `roles` that is not set, or that asks an engine another world brings (the
+    arith oracle outside the arith world)."""
     for role in roles:
         value = getattr(cfg.roles, role)
         example = f"[{ROLE_EXAMPLE}]" if role == "judges" else ROLE_EXAMPLE
         if value is None:
             raise UserError(f"{source}: field 'roles.{role}' is not set, and world '{cfg.world}' has no built-in "
                             f"teacher; add e.g. `{ROLE_SNIPPET % (role, example)}`")
-        oracle = [engine for engine in (value if isinstance(value, list) else [value]) if engine.engine == "oracle"]
-        if oracle and cfg.world != "arith":
-            raise UserError(f"{source}: field 'roles.{role}' uses the oracle engine, which only knows the arith "
-                            f"world; set a real model, e.g. `{ROLE_SNIPPET % (role, example)}`")
+        for engine in value if isinstance(value, list) else [value]:
+            owner = engine_world(engine.engine)
+            if owner is not None and owner.name != cfg.world:
+                raise UserError(f"{source}: field 'roles.{role}' uses the {engine.engine} engine, which only knows "
+                                f"the {owner.name} world; set a real model, e.g. `{ROLE_SNIPPET % (role, example)}`")
+
+
+def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
+    """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
+    name, _, index = role.partition(".")
+    roles = cfg.roles
+    if name in TEACHER_ROLES:
+        require_roles(cfg, [name], "the pipeline config")
+    names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges or []))), "labeler",
+             "policy"]
+    if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
+        return roles.judges[int(index)]
+    if name in ("extractor", "generator", "labeler", "policy") and not index:
+        return getattr(roles, name)
+    raise UserError(
+        f"role '{role}' is not in the pipeline config (section 'roles'); "
+        f"use one of: {', '.join(names)}"
+    )
 
 
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:
     error = exc.errors()[0]
+    if error["type"] == "value_error" and not error["loc"]:  # a whole-config rule, which words its own message
+        return UserError(f"{source}: {error['ctx']['error']}")
     where = ".".join(str(part) for part in error["loc"]) or "(top level)"
     if error["type"] == "extra_forbidden":
         return UserError(f"{source}: unknown key '{where}'; remove it or check its spelling")
@@ -417,8 +456,6 @@ def with_overrides(config: PipelineConfig, overrides: dict[str, Any]) -> Pipelin
     return parse_config(data, "command-line options")
 
 
-def run_config_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "config.yaml"
 
 
 def load_run_config(
@@ -427,13 +464,13 @@ def load_run_config(
     """Config for a command: the pipeline file if given, else the run's config.yaml, else defaults; then overrides."""
     if pipeline is not None:
         config = load_config(pipeline)
-    elif run_config_path(run_dir).exists():
+    elif RunDir(run_dir).config.exists():
         # The run's own record: its paths were resolved when it was written.
-        config = load_config(run_config_path(run_dir), paths_relative_to_file=False)
+        config = load_config(RunDir(run_dir).config, paths_relative_to_file=False)
     else:
         config = PipelineConfig()
     return with_overrides(config, overrides or {})
 
 
 def save_run_config(run_dir: Path, config: PipelineConfig) -> None:
-    write_text(run_config_path(run_dir), yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    write_text(RunDir(run_dir).config, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

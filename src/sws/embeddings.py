@@ -17,6 +17,7 @@ import polars as pl
 
 from sws.artifacts import write_parquet
 from sws.config import EmbedderConfig
+from sws.run_dir import RunDir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -34,7 +35,7 @@ def load_model(name: str):  # -> SentenceTransformer; imported lazily, it is slo
 
 def cache_path(run_dir: Path, model: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
-    return Path(run_dir) / "cache" / "embeddings" / f"{slug}.parquet"
+    return RunDir(run_dir).embedding_cache(slug)
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -373,12 +373,10 @@ def equivalent(gold: str, pred: str | None, pool: GradingPool | None = None) -> 
     return grade_many([(gold, pred)], pool)[0] is True
 
 
-def graded_counts(verdicts: Sequence[Verdict], group_size: int) -> list[tuple[int, int]]:
-    """(graded, correct) of each run of `group_size` consecutive verdicts (a problem's samples); ungraded
-    verdicts count in neither, so correct / graded is the accuracy over what could be graded."""
-    groups = [verdicts[start:start + group_size] for start in range(0, len(verdicts), group_size)]
-    return [(sum(verdict is not None for verdict in group), sum(verdict is True for verdict in group))
-            for group in groups]
+def graded_count(verdicts: Sequence[Verdict]) -> tuple[int, int]:
+    """(graded, correct) of a problem's samples; ungraded verdicts count in neither, so correct / graded is the
+    accuracy over what could be graded."""
+    return sum(verdict is not None for verdict in verdicts), sum(verdict is True for verdict in verdicts)
 
 
 @dataclass
@@ -411,3 +409,22 @@ def group_answers(answers: list[str | None], pool: GradingPool | None = None) ->
         remaining = [members for members, join in zip(others, joins, strict=True) if join is not True]
     groups.sort(key=lambda group: len(group.members), reverse=True)
     return groups
+
+
+def grade_completions(
+    answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None
+) -> list[Verdict]:
+    """For each (reference answer, model output) pair, whether the output's final answer is equivalent: False
+    when it states none, None when its grading ran out of time."""
+    return grade_many([(answer, extract_answer(text)) for answer, text in zip(answers, completions, strict=True)],
+                      pool)
+
+
+# A grading body, as executors run it: a batch of JSON-like items and the pool that grades them, to one result
+# per item.
+GradedFn = Callable[[list[Any], GradingPool], list[Any]]
+
+
+def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[Verdict]:
+    """The math answer check, as a grading body: `grade_completions` over (answer, output) pairs."""
+    return grade_completions([answer for answer, _ in pairs], [output for _, output in pairs], pool)

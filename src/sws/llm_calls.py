@@ -25,6 +25,7 @@ from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request
 from sws.prompts import chat
+from sws.run_dir import RunDir
 
 
 class Closeable(Protocol):
@@ -83,7 +84,7 @@ def engine_for(role: EngineConfig, run_dir: Path) -> AbstractContextManager[Engi
     from sws.engines import make_engine
 
     key = json.dumps([str(Path(run_dir).resolve()), role.engine, role.model, role.options], sort_keys=True, default=str)
-    return held(f"engine:{key}", lambda: make_engine(role, run_dir))
+    return held(f"engine:{key}", lambda: make_engine(role, RunDir(run_dir).request_cache))
 
 
 def request_seed(base_seed: int, *parts: str) -> int:

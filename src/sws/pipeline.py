@@ -1,6 +1,6 @@
 """`sws run PIPELINE.yaml`: every stage of the method in order, each skipped when its manifest is current.
 
-Arith world: bootstrap policy → seed set → prepare → train initial → identify → synthesize → filter → mix →
+The world's setup steps first (arith: bootstrap policy → seed set), then prepare → train initial → identify → synthesize → filter → mix →
 export verl → train augmented and baseline (side by side on a CPU with two cores) → eval → report. The math
 world starts at prepare (the seed file is `prepare.input`). The run ends with the headline: the share of the
 previously weak problems each policy solves, per category.
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,70 +17,33 @@ from rich.console import Console
 from rich.table import Table
 
 from sws import preflight, ui
-from sws.artifacts import StageResult, run_stage
 from sws.config import PipelineConfig, save_run_config, with_overrides
+from sws.run_dir import RunDir
 from sws.stages import difficulty, evaluate, export, identify, mix, prepare, report, synthesize, train
-
-SEED_SET_STAGE = "seed_set"
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    run: Callable[[PipelineConfig, Path, bool], Any]
-
-
-def bootstrap_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> None:
-    """Build (or reuse from ~/.cache/sws) the warm-started tiny policy that initial training starts from."""
-    from sws.worlds.arith.bootstrap import bootstrap_policy
-
-    bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed, misconception_rate=cfg.arith.misconception_rate)
-
-
-def seed_set_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "seed" / "arith.jsonl"
-
-
-def seed_set_step(cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
-    """Draw the arith seed problems (`arith.n_seed_problems` of `arith.seed_categories` and `arith.seed_levels`)
-    for `sws prepare` to read."""
-    from sws.worlds.arith.seed_set import write_seed_set
-
-    path = seed_set_path(run_dir)
-
-    def body() -> StageResult:
-        count = write_seed_set(path, cfg.arith.n_seed_problems, cfg.seed, cfg.arith.seed_categories,
-                               cfg.arith.seed_levels)
-        ui.info(f"seed set: {count} arith problems -> {path}")
-        return StageResult(SEED_SET_STAGE, rows={path.name: count})
-
-    config = {"n": cfg.arith.n_seed_problems, "seed": cfg.seed, "levels": cfg.arith.seed_levels,
-              **({"categories": cfg.arith.seed_categories} if cfg.arith.seed_categories else {})}
-    return run_stage(run_dir, SEED_SET_STAGE, config=config,
-                     inputs=[], outputs=[path], body=body, force=force)
+from sws.world import PipelineStep, get_world
 
 
 def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
-    """In the arith world without an explicit `prepare.input`, prepare reads the drawn seed set."""
-    if cfg.world != "arith" or cfg.prepare.input is not None:
+    """Without an explicit `prepare.input`, prepare reads the seed set the world's setup steps draw (if any)."""
+    seed_input = get_world(cfg.world).seed_input(run_dir)
+    if seed_input is None or cfg.prepare.input is not None:
         return cfg
-    return with_overrides(cfg, {"prepare.input": str(seed_set_path(run_dir))})
+    return with_overrides(cfg, {"prepare.input": str(seed_input)})
 
 
-def pipeline_steps(cfg: PipelineConfig) -> list[Step]:
-    world_steps = [Step("bootstrap policy", bootstrap_step), Step("seed set", seed_set_step)]
+def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
     return [
-        *(world_steps if cfg.world == "arith" else []),
-        Step("prepare", prepare.run),
-        Step("train initial", functools.partial(train.run, kind="initial")),
-        Step("identify", identify.run),
-        Step("synthesize", synthesize.run),
-        Step("filter", difficulty.run),
-        Step("mix", mix.run),
-        Step("export verl", export.run),
-        Step("train augmented and baseline", train.run_continuations),
-        Step("eval", evaluate.run),
-        Step("report", report.run),
+        *get_world(cfg.world).setup_steps(),
+        PipelineStep("prepare", prepare.run),
+        PipelineStep("train initial", functools.partial(train.run, kind="initial")),
+        PipelineStep("identify", identify.run),
+        PipelineStep("synthesize", synthesize.run),
+        PipelineStep("filter", difficulty.run),
+        PipelineStep("mix", mix.run),
+        PipelineStep("export verl", export.run),
+        PipelineStep("train augmented and baseline", train.run_continuations),
+        PipelineStep("eval", evaluate.run),
+        PipelineStep("report", report.run),
     ]
 
 
@@ -141,4 +102,4 @@ def print_headline(run_dir: Path, console: Console | None = None) -> None:
     if any(share is not None for _, share in like):
         console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
                       + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))
-    console.print(f"report: {report.report_path(run_dir)}")
+    console.print(f"report: {RunDir(run_dir).report}")

@@ -18,8 +18,6 @@ from sws.artifacts import atomic_write
 DPI = 120
 
 
-def plots_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "plots"
 
 
 def new_figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:

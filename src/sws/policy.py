@@ -1,18 +1,74 @@
-"""How a problem is put to the policy being trained: one rule shared by training, filtering, labeling and eval."""
+"""The policy being trained, as the stages ask it: which model `roles.policy` means, and sampling it on problems
+with known answers, graded by the world's answer check. One rule for filter, weak-to-strong labeling and eval."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+from sws.config import EngineConfig, PipelineConfig
+from sws.engines.base import Request
+from sws.errors import UserError
+from sws.executors import executor_for
+from sws.grading import Verdict
+from sws.llm_calls import request_seed
+from sws.run_dir import RunDir
+from sws.world import get_world
 
 
-def policy_prompt(problem: str, world: str) -> dict[str, Any]:
-    """Request fields for asking the policy `problem`.
+def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
+    """roles.policy, an empty model meaning the run's initial checkpoint (which must exist)."""
+    role = cfg.roles.policy
+    if role.model:
+        return role
+    checkpoint = RunDir(run_dir).initial_checkpoint
+    if not checkpoint.is_dir():
+        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
+                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
+    return role.model_copy(update={"model": str(checkpoint)})
 
-    The arith world's tiny policy reads raw text and answers `\\boxed{...}`; chat models get the problem with the
-    usual boxed-answer instruction as one user message.
-    """
-    if world == "arith":
-        return {"prompt": f"{problem}\n"}
-    return {"messages": ({"role": "user", "content": f"{problem}\n\n{MATH_INSTRUCTION}"},)}
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the policy is asked: samples per problem, temperature, token limit, and what seeds the requests."""
+
+    n: int
+    temperature: float
+    max_tokens: int
+    seed_parts: tuple[str, ...]
+
+
+def policy_requests(cfg: PipelineConfig, role: EngineConfig, problems: Sequence[tuple[str, str]],
+                    sampling: Sampling) -> list[Request]:
+    """One request per (key, problem), seeded by the run's seed, `sampling.seed_parts` and the key."""
+    world = get_world(cfg.world)
+    return [
+        Request(**world.policy_prompt(problem), n=sampling.n, temperature=sampling.temperature, top_p=role.top_p,
+                max_tokens=sampling.max_tokens, seed=request_seed(cfg.seed, *sampling.seed_parts, key),
+                task="answer", fields={"problem": problem})
+        for key, problem in problems
+    ]
+
+
+def sample_and_grade(cfg: PipelineConfig, run_dir: Path, role: EngineConfig,
+                     problems: Sequence[tuple[str, str, str]], samplings: Sequence[Sampling], shard_size: int,
+                     description: str) -> list[list[list[Verdict]]]:
+    """Per sampling, per (key, problem, answer): the verdict of each of the policy's samples against the answer
+    (None: its grading ran out of time). All samplings go to the executor as one batch."""
+    requests = [request for sampling in samplings
+                for request in policy_requests(cfg, role, [(key, problem) for key, problem, _ in problems], sampling)]
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("policy", role, requests, shard_size, description)
+    answers = [answer for _, _, answer in problems] * len(samplings)
+    verdicts = executor.map_graded(get_world(cfg.world).answer_check, [
+        (answer, sample.text) for answer, samples in zip(answers, completions, strict=True) for sample in samples])
+    per_sampling: list[list[list[Verdict]]] = []
+    start = 0
+    for sampling in samplings:
+        groups = []
+        for _ in problems:
+            groups.append(verdicts[start:start + sampling.n])
+            start += sampling.n
+        per_sampling.append(groups)
+    return per_sampling

@@ -22,12 +22,11 @@ from typing import Any
 
 from sws import ui
 from sws.errors import UserError
+from sws.run_dir import RunDir
 
 LOCK_NAME = ".sws.lock"
 
 
-def lock_path(run_dir: Path) -> Path:
-    return Path(run_dir) / LOCK_NAME
 
 
 def _describe(holder: dict[str, Any]) -> str:
@@ -52,7 +51,7 @@ def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
     """Hold the run's lock for the duration; a second holder gets a UserError naming the first at once."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    path = lock_path(run_dir)
+    path = RunDir(run_dir).lock
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:

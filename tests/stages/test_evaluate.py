@@ -8,6 +8,7 @@ from _synthesis_run import ScriptedEngine, use_engines, write_evaluable_run
 from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.run_dir import RunDir
 from sws.stages import evaluate
 from sws.worlds.arith import generate_problems
 
@@ -37,7 +38,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) -> None:
     evaluate.run(oracle_policy_config(), run_dir)
-    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    summary = json.loads(RunDir(run_dir).summary.read_text())
     for name in ("initial", "baseline", "augmented"):
         assert summary[f"weak_solved_{name}"] == {"overall": 1.0,
                                                    "per_category": {"precedence": 1.0, "remainders": 1.0}}
@@ -71,7 +72,7 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
         slow = problem == slow_problem and (greedy or index == 0)
         return f"\\boxed{{{slow_to_grade if slow else answers[problem]}}}"
 
-    use_engines(monkeypatch, {str(evaluate.checkpoint_dir(run_dir, "initial")): ScriptedEngine(respond)})
+    use_engines(monkeypatch, {str(RunDir(run_dir).checkpoint("initial")): ScriptedEngine(respond)})
     cfg = PipelineConfig.model_validate({
         "roles": {"policy": {"engine": "oracle", "model": ""}},
         "eval": {"k": 2, "benchmarks": [], "seed_set": False, "checkpoints": ["initial"]},
@@ -80,7 +81,7 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
 
     evaluate.run(cfg, run_dir)
 
-    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_solved_initial"]["overall"] == 1.0  # 7 of the 7 graded, not 7 of 8
     assert summary["ungraded"] == {"initial": 2} and summary["n_weak"] == 8
     per_problem = read_table(run_dir, "eval/problems").filter(pl.col("problem_id") == "p1")
@@ -91,9 +92,9 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
 def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path, run_dir: Path) -> None:
     import shutil
 
-    shutil.rmtree(evaluate.checkpoint_dir(run_dir, "baseline"))
+    shutil.rmtree(RunDir(run_dir).checkpoint("baseline"))
     evaluate.run(oracle_policy_config(), run_dir)
-    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    summary = json.loads(RunDir(run_dir).summary.read_text())
     assert {key for key in summary if key.startswith("weak_solved_")} == {
         "weak_solved_initial", "weak_solved_augmented"}
     order = read_table(run_dir, "eval/weakness")["checkpoint"].unique(maintain_order=True).to_list()
@@ -105,19 +106,11 @@ def test_retraining_one_checkpoint_re_evaluates_only_that_one(run_dir: Path) -> 
     evaluate.run(cfg, run_dir)
     before = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
     assert evaluate.run(cfg, run_dir).skipped
-    (evaluate.checkpoint_dir(run_dir, "augmented") / "model.safetensors").write_text("new weights")
+    (RunDir(run_dir).checkpoint("augmented") / "model.safetensors").write_text("new weights")
     evaluate.run(cfg, run_dir)
     after = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
     assert after["initial"] == before["initial"]
     assert after["augmented"] != before["augmented"]
-
-
-def test_heldout_problems_are_fresh() -> None:
-    seed_texts = {p.problem for p in generate_problems(60, seed=0)}
-    heldout = evaluate.arith_heldout(20, ["addition", "multi_step"], seed=1, exclude=seed_texts)
-    assert heldout.height == 40
-    assert not set(heldout["problem"]) & seed_texts
-    assert heldout["problem_id"].n_unique() == 40
 
 
 def test_no_checkpoint_is_a_user_error(tmp_path: Path, run_dir: Path) -> None:
@@ -144,7 +137,7 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
     from sws.worlds.arith.policy import build_policy
 
     for name in ("initial", "baseline", "augmented"):
-        folder = evaluate.checkpoint_dir(run_dir, name)
+        folder = RunDir(run_dir).checkpoint(name)
         (folder / "config.json").unlink()
         build_policy(folder, seed=0)
     cfg = PipelineConfig.model_validate({"arith": {"n_eval_per_category": 2}, "eval": {"k": 2, "max_tokens": 8},
@@ -152,7 +145,7 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
     evaluate.run(cfg, run_dir)
     per_problem = read_table(run_dir, "eval/problems")
     assert per_problem.height == 3 * (6 + 8 + 12)
-    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    summary = json.loads(RunDir(run_dir).summary.read_text())
     assert all(0.0 <= summary[f"weak_solved_{name}"]["overall"] <= 1.0 for name in ("initial", "augmented"))
 
 
@@ -168,22 +161,6 @@ def test_arith_weak_problems_get_fresh_problems_of_their_families(run_dir: Path)
     weak = per_problem.filter(pl.col("eval_set") == "weak")
     assert sorted(like["problem_id"]) == sorted(f"like-{problem_id}" for problem_id in weak["problem_id"])
     assert like.sort("problem_id")["category"].to_list() == weak.sort("problem_id")["category"].to_list()
-    summary = json.loads(evaluate.summary_path(run_dir).read_text())
+    summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_like_solved_augmented"] == {"overall": 1.0,
                                                      "per_category": {"precedence": 1.0, "remainders": 1.0}}
-
-
-def test_fresh_problems_of_the_weak_families_are_new_and_correctly_answered() -> None:
-    from sws.worlds.arith import solve
-
-    seed = generate_problems(40, seed=3, categories=["multi_step"])
-    problems = pl.DataFrame({"problem_id": [f"p{i}" for i in range(40)], "problem": [p.problem for p in seed],
-                             "answer": [p.answer for p in seed], "category": [p.category for p in seed],
-                             "family": [p.family for p in seed]})
-    weakness = pl.DataFrame({"problem_id": [f"p{i}" for i in range(40)], "weak": [True] * 40})
-
-    like = evaluate.weak_like_problems(problems, weakness, seed=5)
-
-    assert like.height == 40 and like["problem"].n_unique() == 40
-    assert not set(like["problem"]) & set(problems["problem"])
-    assert all(solve(text).answer == answer for text, answer in like.select("problem", "answer").iter_rows())

@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import PipelineConfig
-from sws.policy import MATH_INSTRUCTION
 from sws.stages import export
+from sws.worlds.math.world import INSTRUCTION
 
 
 def augmented() -> pl.DataFrame:
@@ -48,7 +48,7 @@ def test_math_world_prompts_carry_the_boxed_answer_instruction(run_dir: Path) ->
     first = pl.read_parquet(out).row(0, named=True)
     assert first["prompt"][0]["role"] == "user"
     assert first["prompt"][0]["content"].startswith("Compute 1+2.")
-    assert first["prompt"][0]["content"].endswith(MATH_INSTRUCTION)
+    assert first["prompt"][0]["content"].endswith(INSTRUCTION)
     assert first["extra_info"]["split"] == "test"
 
 

@@ -9,7 +9,7 @@ from sws.artifacts import read_manifest, read_table, table_path, write_parquet, 
 from sws.cli import app
 from sws.config import IdentifyConfig, PipelineConfig
 from sws.errors import UserError
-from sws.plots import plots_dir
+from sws.run_dir import RunDir
 from sws.stages import identify
 
 
@@ -155,7 +155,7 @@ def test_cli_on_a_run_with_only_problems_and_rollouts(run_dir: Path) -> None:
     assert weakness.filter(pl.col("weak"))["problem_id"].to_list() == ["a2"]  # a1 rises, g1 reaches 1, g2 unseen
     assert read_table(run_dir, "categories")["n_weak"].to_list() == [1, 0]
     for name in (identify.TRAJECTORY_PLOT, identify.FAIL_RATIO_PLOT):
-        assert (plots_dir(run_dir) / name).read_bytes().startswith(b"\x89PNG")
+        assert (RunDir(run_dir).plots / name).read_bytes().startswith(b"\x89PNG")
     assert "Weak problems per category" in result.output and "algebra" in result.output
     assert read_manifest(run_dir, "identify")["rows"] == {"weakness": 4, "categories": 2}
 
@@ -197,7 +197,7 @@ def test_bad_rollouts_exit_2_with_one_line_and_write_nothing(run_dir: Path, roll
     assert message in result.output and "rollouts.parquet" in result.output
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
     assert not table_path(run_dir, "weakness").exists()
-    assert not plots_dir(run_dir).exists()
+    assert not RunDir(run_dir).plots.exists()
 
 
 def test_a_failed_rerun_keeps_the_previous_outputs(run_dir: Path) -> None:

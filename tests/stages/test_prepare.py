@@ -5,12 +5,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from sws.artifacts import SCHEMAS, manifest_path, read_table, rejected_path, table_path
+from sws.artifacts import SCHEMAS, read_table, rejected_path, table_path
 from sws.cli import app
 from sws.config import PipelineConfig, PrepareConfig
+from sws.run_dir import RunDir
 from sws.stages import prepare
 from sws.stages.prepare import DATA_DIR as DATA
-from sws.stages.prepare import MATH_SUBJECTS, canonical_categories, content_id, load_preset_benchmark
+from sws.stages.prepare import canonical_categories, content_id, load_preset_benchmark
+from sws.worlds.math.world import MATH_SUBJECTS
 
 
 def sws(*args: str):
@@ -267,7 +269,7 @@ def test_bad_input_ends_in_one_line_and_exit_2_and_leaves_earlier_artifacts_unto
     run_dir = tmp_path / "run"
     write_json_list(tmp_path / "good.json", [{"problem": "Find x.", "answer": "1", "category": "Algebra"}])
     assert sws("prepare", "--input", str(tmp_path / "good.json"), "--run", str(run_dir)).exit_code == 0
-    earlier = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems"), manifest_path(run_dir, "prepare"),
+    earlier = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems"), RunDir(run_dir).manifest("prepare"),
                run_dir / "config.yaml"]
     before = {path: path.read_bytes() for path in earlier}
     for name, (arguments, phrase) in bad_inputs(tmp_path).items():

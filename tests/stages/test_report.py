@@ -9,7 +9,7 @@ import pytest
 from sws.artifacts import SCHEMAS, StageResult, run_stage, write_rejected, write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
-from sws.plots import plots_dir
+from sws.run_dir import RunDir
 from sws.stages import difficulty, evaluate, report
 
 CATEGORIES = ["addition", "remainders"]
@@ -52,7 +52,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_rejected(tmp_path, "filtered", filtered.with_columns(
         pl.Series("syn_id", ["x3", "x4"]), pl.Series("accuracy", [0.0, 1.0]),
         pl.lit("outside_band").alias("reject_reason")))
-    difficulty.plot_accuracies([0.25, 0.75, 0.0, 1.0], (0.25, 0.75), 8, plots_dir(tmp_path) / difficulty.PLOT_NAME)
+    difficulty.plot_accuracies([0.25, 0.75, 0.0, 1.0], (0.25, 0.75), 8, RunDir(tmp_path).plots / difficulty.PLOT_NAME)
     for kind, level in (("initial", 0.3), ("baseline", 0.5), ("augmented", 0.6)):
         write_table(tmp_path, f"train/{kind}/curve", pl.DataFrame({
             "step": [1, 2, 3], "reward": [level, level + 0.1, level + 0.2], "reward_std": [0.1] * 3,
@@ -78,7 +78,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(full_run: Path) -> str:
-    return report.report_path(full_run).read_text()
+    return RunDir(full_run).report.read_text()
 
 
 def sections(page: str) -> dict[str, str]:
@@ -116,7 +116,7 @@ def test_oracle_is_labelled_a_rule_based_stand_in(full_run: Path, page: str) -> 
         "extractor": real.model_dump(), "generator": real.model_dump(), "labeler": real.model_dump(),
         "judges": [real.model_dump()]}})
     report.run(cfg, full_run, force=True)
-    assert "rule-based stand-in" not in report.report_path(full_run).read_text()
+    assert "rule-based stand-in" not in RunDir(full_run).report.read_text()
     report.run(PipelineConfig(), full_run, force=True)
 
 
@@ -154,7 +154,7 @@ def test_teachability_and_gradient_share(page: str) -> None:
 
 def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> None:
     report.run(PipelineConfig(), tmp_path)
-    found = sections(report.report_path(tmp_path).read_text())
+    found = sections(RunDir(tmp_path).report.read_text())
     assert "sws identify" in found["Categories: fail ratio and synthesis budget"]
     assert "sws filter" in found["Difficulty band: accuracy of the initial policy on the labeled synthetic problems"]
     assert "sws eval" in found["Evaluation: Pass@1 (greedy) and Avg@k"]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sws.errors import UserError
 
@@ -63,28 +63,34 @@ class Completion:
         return self.finish_reason == CUT_OFF
 
 
-class Engine(Protocol):
-    name: str
-    model: str
+class Engine:
+    """The base of every engine: a batch of requests in, exactly `request.n` completions per request out.
+
+    A subclass sets `name`, implements `generate` (and `close` when it holds processes, servers or GPU memory),
+    and checks its options in `check_config`, which runs before any model is loaded. An engine that finishes
+    requests one at a time (over HTTP, say) overrides `generate_iter`, so the request cache records each as it
+    finishes and a crash midway loses no finished request.
+    """
+
+    name: str = ""
+    model: str = ""
+    # Whether the engine always returns `n` completions when asked for `n` (no fan-out needed in n_mode auto).
+    honours_n: bool = False
+
+    @staticmethod
+    def check_config(cfg: Any) -> None:
+        """Raise UserError for a setting the engine cannot run with; needs no model and no server."""
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         """Return, for each request in order, exactly `request.n` completions."""
-        ...
-
-    def close(self) -> None:
-        """Release processes, servers or GPU memory held by the engine."""
-        ...
-
-
-class StreamingEngine(Engine, Protocol):
-    """An engine that finishes requests one at a time (e.g. over HTTP) and can hand each over as it finishes.
-
-    The request cache uses `generate_iter` when an engine has it, so a crash midway loses no finished request.
-    """
+        raise NotImplementedError
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         """Yield `(index into requests, completions)` for every request, in the order they finish."""
-        ...
+        yield from enumerate(self.generate(requests))
+
+    def close(self) -> None:
+        """Release processes, servers or GPU memory held by the engine."""
 
 
 # `name` or `org/name`: what the Hugging Face hub accepts as a model id.

@@ -64,7 +64,7 @@ def request_key(identity: dict[str, Any], request: Request) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-class CachedEngine:
+class CachedEngine(Engine):
     """Wraps an engine: answers from the cache what it can, sends only the rest, stores each result as it lands.
 
     Identical requests in one batch are sent once. `hits` and `misses` count completions (reused / generated).
@@ -126,9 +126,7 @@ class CachedEngine:
     def _call(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         if not requests:
             return
-        stream = getattr(self.engine, "generate_iter", None)
-        answers = stream(requests) if stream is not None else enumerate(self.engine.generate(requests))
-        for position, completions in answers:
+        for position, completions in self.engine.generate_iter(requests):
             if len(completions) != requests[position].n:
                 raise RuntimeError(
                     f"{self.name} engine returned {len(completions)} completions for a request with "

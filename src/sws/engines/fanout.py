@@ -38,20 +38,14 @@ def fan_out(request: Request) -> list[Request]:
     return [dataclasses.replace(request, n=1, seed=(base + index) & _SEED_MASK) for index in range(request.n)]
 
 
-def stream(engine: Engine, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
-    """`(index, completions)` as the engine finishes them: one by one when it streams, else all at the end."""
-    streaming = getattr(engine, "generate_iter", None)
-    return streaming(requests) if streaming is not None else enumerate(engine.generate(requests))
-
-
-class SampleFanOut:
+class SampleFanOut(Engine):
     """Wraps an engine and gets every request's `n` samples in the way `n_mode` says."""
 
     def __init__(self, engine: Engine, mode: str) -> None:
         self.engine = engine
         self.name = engine.name
         self.model = engine.model
-        self.mode = "native" if mode == "auto" and getattr(engine, "honours_n", False) else mode
+        self.mode = "native" if mode == "auto" and engine.honours_n else mode
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         return in_request_order(self.generate_iter(requests), len(requests))
@@ -73,7 +67,7 @@ class SampleFanOut:
         if self.mode == "fanout":
             yield from self._fanned_out(requests, pending)
             return
-        for position, completions in stream(self.engine, [requests[index] for index in pending]):
+        for position, completions in self.engine.generate_iter([requests[index] for index in pending]):
             index = pending[position]
             if len(completions) < requests[index].n:
                 raise UserError(
@@ -88,7 +82,7 @@ class SampleFanOut:
     def _fanned_out(self, requests: list[Request], pending: list[int]) -> Iterator[tuple[int, list[Completion]]]:
         singles = [(index, single) for index in pending for single in fan_out(requests[index])]
         gathered: dict[int, dict[int, Completion]] = {index: {} for index in pending}
-        for position, completions in stream(self.engine, [single for _, single in singles]):
+        for position, completions in self.engine.generate_iter([single for _, single in singles]):
             index, single = singles[position]
             if not completions:
                 raise RuntimeError(f"{self.name} engine returned no completion for a single-choice request")

@@ -20,6 +20,7 @@ from sws.engines.base import (
     CUT_OFF,
     FINISHED,
     Completion,
+    Engine,
     Request,
     check_local_model,
     check_options,
@@ -30,7 +31,7 @@ from sws.engines.base import (
 OPTIONS = {"batch_size", "chat_template", "device", "dtype"}
 
 
-class HFEngine:
+class HFEngine(Engine):
     name = "hf"
     honours_n = True
 

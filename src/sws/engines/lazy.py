@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from sws.engines.base import Completion, Engine, Request
-from sws.engines.fanout import stream
 
 
-class LazyEngine:
+class LazyEngine(Engine):
     def __init__(self, build: Callable[[], Engine], name: str, model: str) -> None:
         self.build = build
         self.name = name
@@ -20,7 +19,7 @@ class LazyEngine:
         return self._engine().generate(requests)
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
-        return stream(self._engine(), requests)
+        return self._engine().generate_iter(requests)
 
     def close(self) -> None:
         if self.built is not None:

@@ -27,7 +27,7 @@ import openai
 from sws import ui
 from sws.budget import largest_remainder
 from sws.config import EngineConfig
-from sws.engines.base import FINISHED, Completion, Request, check_options, in_request_order
+from sws.engines.base import FINISHED, Completion, Engine, Request, check_options, in_request_order
 from sws.errors import UserError
 
 T = TypeVar("T")
@@ -37,7 +37,7 @@ _RETRIED_STATUS = {408, 409, 429}
 _MAX_BACKOFF_S = 60.0
 
 
-class OpenAIEngine:
+class OpenAIEngine(Engine):
     name = "openai"
 
     def __init__(self, cfg: EngineConfig) -> None:

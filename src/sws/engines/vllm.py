@@ -19,6 +19,7 @@ from sws.config import EngineConfig
 from sws.engines.base import (
     FINISHED,
     Completion,
+    Engine,
     Request,
     check_local_model,
     missing_chat_template,
@@ -27,7 +28,7 @@ from sws.engines.base import (
 from sws.errors import UserError
 
 
-class VllmEngine:
+class VllmEngine(Engine):
     name = "vllm"
     honours_n = True
 

@@ -8,16 +8,12 @@ the engine is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
-from sws.grading import GradingPool
-
-# A grading body: a batch of JSON-like items, and the pool that grades them, to one result per item.
-GradedFn = Callable[[list[Any], GradingPool], list[Any]]
+from sws.grading import GradedFn
 
 
 class Executor(Protocol):

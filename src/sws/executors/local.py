@@ -8,8 +8,7 @@ from typing import Any
 
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
-from sws.executors import GradedFn
-from sws.grading import shared_pool
+from sws.grading import GradedFn, shared_pool
 from sws.llm_calls import engine_for, generate_in_shards
 
 

@@ -25,10 +25,8 @@ from typing import Any
 
 from sws import ui
 from sws.config import EngineConfig, PipelineConfig, RoleResources
-from sws.engines import initial_checkpoint
 from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import cache_identity
-from sws.executors import GradedFn
 from sws.executors.ray_cluster import check_gpus, connect, require_ray
 from sws.executors.shards import (
     Shard,
@@ -38,7 +36,7 @@ from sws.executors.shards import (
     shards_dir,
     write_completions,
 )
-from sws.grading import GradingPool
+from sws.grading import GradedFn, GradingPool
 from sws.llm_calls import held, release_held
 
 # Grading batches per worker: small enough to balance the pool, large enough to amortise a task.
@@ -156,8 +154,6 @@ class RayExecutor:
         """`complete` for requests that come one at a time: the driver holds one shard of them, or of answers."""
         resources = self.settings.roles.get(role_name, RoleResources())
         check_gpus(role_name, resources.gpus)
-        if not role.model:
-            role = role.model_copy(update={"model": str(initial_checkpoint(self.run_dir))})
         folder = shards_dir(self.run_dir)
         shards = plan_shards(folder, cache_identity(role), requests, shard_size)
         pending = [shard for shard in shards if not shard.done]

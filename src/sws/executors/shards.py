@@ -25,14 +25,14 @@ import polars as pl
 from sws.artifacts import read_parquet, write_parquet, write_text
 from sws.engines.base import Completion, Request
 from sws.engines.cache import request_key
+from sws.run_dir import RunDir
 
-SHARDS_DIR = "shards"
 COMPLETION_SCHEMA = {"index": pl.Int64, "texts": pl.List(pl.Utf8), "tokens": pl.List(pl.Int64),
                      "finish_reasons": pl.List(pl.Utf8)}
 
 
 def shards_dir(run_dir: Path) -> Path:
-    return Path(run_dir).resolve() / SHARDS_DIR
+    return RunDir(Path(run_dir).resolve()).shards
 
 
 @dataclass(frozen=True)

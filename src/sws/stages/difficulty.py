@@ -36,15 +36,13 @@ from sws.artifacts import (
     write_table,
 )
 from sws.config import EngineConfig, PipelineConfig, require_roles
-from sws.engines import Request, initial_checkpoint
 from sws.errors import UserError
-from sws.executors import executor_for
-from sws.grading import graded_counts
-from sws.llm_calls import request_seed, shared_engines
-from sws.plots import new_figure, plots_dir, save_figure
-from sws.policy import policy_prompt
+from sws.grading import graded_count
+from sws.llm_calls import shared_engines
+from sws.plots import new_figure, save_figure
+from sws.policy import Sampling, policy_role, sample_and_grade
+from sws.run_dir import RunDir
 from sws.stages import adapt
-from sws.training.reward import grade_answer_pairs
 
 STAGE = "filter"
 SCORE_STEP = "score"
@@ -107,7 +105,7 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
     """Every round's scored problems in the band, with their round, into `filtered`; the rest rejected."""
     low, high = cfg.filter.band
     sources = [round_name("scored", adapt_round) for adapt_round in rounds]
-    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), plots_dir(run_dir) / PLOT_NAME]
+    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), RunDir(run_dir).plots / PLOT_NAME]
 
     def body() -> StageResult:
         scored = pl.concat([read_table(run_dir, name).with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
@@ -125,7 +123,7 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
         write_table(run_dir, "filtered", kept)
         write_rejected(run_dir, "filtered", rejected)
         plot_accuracies(scored["accuracy"].drop_nulls().to_list(), (low, high), cfg.filter.rollouts,
-                        plots_dir(run_dir) / PLOT_NAME)
+                        RunDir(run_dir).plots / PLOT_NAME)
         per_round = {str(adapt_round): int((kept["round"] == adapt_round).sum()) for adapt_round in rounds}
         added = "" if len(rounds) == 1 else " (per round: " + ", ".join(
             f"{adapt_round}: {count}" for adapt_round, count in per_round.items()) + ")"
@@ -147,37 +145,16 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
                      inputs=[table_path(run_dir, name) for name in sources], outputs=outputs, body=body, force=force)
 
 
-def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
-    """roles.policy, an empty model meaning the run's initial checkpoint (which must exist)."""
-    if cfg.roles.policy.model:
-        return cfg.roles.policy
-    checkpoint = initial_checkpoint(run_dir)
-    if not checkpoint.is_dir():
-        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
-                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
-    return cfg.roles.policy.model_copy(update={"model": str(checkpoint)})
-
-
 def policy_graded_counts(
     cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
 ) -> list[tuple[int, int]]:
     """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
     reach the labeled answer."""
-    k = cfg.filter.rollouts
-    requests = [
-        Request(
-            **policy_prompt(problem, cfg.world), n=k, temperature=cfg.train.temperature, top_p=policy.top_p,
-            max_tokens=cfg.filter.max_tokens, seed=request_seed(cfg.seed, STAGE, syn_id),
-            task="answer", fields={"problem": problem},
-        )
-        for syn_id, problem in labeled.select("syn_id", "problem").iter_rows()
-    ]
-    executor = executor_for(cfg, run_dir)
-    completions = executor.complete("policy", policy, requests, cfg.filter.shard_size, "filter: policy answers")
-    verdicts = executor.map_graded(grade_answer_pairs, [
-        (answer, sample.text) for answer, samples in zip(labeled["answer"], completions, strict=True)
-        for sample in samples])
-    return graded_counts(verdicts, k)
+    [verdicts] = sample_and_grade(
+        cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
+        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (STAGE,))],
+        cfg.filter.shard_size, "filter: policy answers")
+    return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
 
 
 def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts: int, path: Path) -> Path:

@@ -14,7 +14,6 @@ samples, so every share is over graded answers. `summary.json`'s `ungraded` coun
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,13 @@ from sws.artifacts import (
     write_parquet,
     write_table,
 )
-from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Request
+from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.executors import executor_for
-from sws.grading import graded_counts
-from sws.llm_calls import request_seed, shared_engines
-from sws.policy import policy_prompt
-from sws.training.reward import grade_answer_pairs
+from sws.grading import graded_count
+from sws.llm_calls import shared_engines
+from sws.policy import Sampling, sample_and_grade
+from sws.run_dir import RunDir
+from sws.world import get_world
 
 STAGE = "eval"
 CHECKPOINTS = ("start", "initial", "baseline", "augmented")
@@ -51,12 +49,6 @@ WEAK_LIKE_SET = "weak_like"
 HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
 SEED_SET = "seed"
 OVERALL = "overall"
-# Held-out arith problems come from a seed stream the seed set never uses.
-HELDOUT_SEED_OFFSET = 7919
-WEAK_LIKE_SEED_OFFSET = 104729
-# Draws per weak problem to find a problem of its family that is in neither the seed set nor this set.
-FRESH_DRAWS = 50
-EVAL_SCHEMA = {"problem_id": pl.Utf8, "problem": pl.Utf8, "answer": pl.Utf8, "category": pl.Utf8}
 
 
 @dataclass(frozen=True)
@@ -67,13 +59,11 @@ class EvalSet:
     problems: pl.DataFrame
 
 
-def summary_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "summary.json"
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
     """The run's summary.json; a UserError names the command that writes it when it is missing or broken."""
-    path = summary_path(run_dir)
+    path = RunDir(run_dir).summary
     if not path.is_file():
         raise UserError(f"{path}: not found; run `sws eval --run {run_dir}` first")
     rerun = f"rerun `sws eval --run {run_dir} --force`"
@@ -101,28 +91,22 @@ def _is_shares(value: Any) -> bool:
             and all(share(number) for number in value.get("per_category", {}).values()))
 
 
-def part_path(run_dir: Path, checkpoint: str) -> Path:
-    return Path(run_dir) / "eval" / "parts" / f"{checkpoint}.parquet"
 
 
-def checkpoint_dir(run_dir: Path, checkpoint: str) -> Path:
-    return Path(run_dir) / "train" / checkpoint / "final"
 
 
 def start_checkpoint(cfg: PipelineConfig) -> Path | None:
-    """The arith bootstrap policy, only when it is already built (evaluating it must not mean training it)."""
-    if cfg.world != "arith":
-        return None
-    from sws.worlds.arith.bootstrap import cached_bootstrap_policy
-
-    return cached_bootstrap_policy(cfg.arith.bootstrap_steps, cfg.seed, cfg.arith.misconception_rate)
+    """The policy the world builds for initial training, only when it is already built (evaluating it must not
+    mean training it)."""
+    built = get_world(cfg.world).built_policy(cfg)
+    return built.cached() if built is not None else None
 
 
 def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:
     """The checkpoints of `cfg.eval.checkpoints` that exist, in that order."""
     found = {}
     for name in cfg.eval.checkpoints:
-        path = start_checkpoint(cfg) if name == "start" else checkpoint_dir(run_dir, name)
+        path = start_checkpoint(cfg) if name == "start" else RunDir(run_dir).checkpoint(name)
         if path is not None and (path / "config.json").exists():
             found[name] = path
     return found
@@ -131,37 +115,24 @@ def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------- problem sets
 
 
-def arith_heldout(n_per_category: int, categories: list[str], seed: int, exclude: set[str]) -> pl.DataFrame:
-    """Fresh arith problems per category, none of them in `exclude` (the seed set's texts)."""
-    from sws.worlds.arith import generate_problems
-
-    rows = []
-    for category in categories:
-        candidates = generate_problems(2 * n_per_category, seed=seed, categories=[category])
-        fresh = [p for p in candidates if p.problem not in exclude][:n_per_category]
-        rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
-                  "category": category} for i, p in enumerate(fresh)]
-    return pl.DataFrame(rows, schema=EVAL_SCHEMA)
-
-
-def benchmark_set(name: str) -> pl.DataFrame:
+def benchmark_set(name: str, world: str) -> pl.DataFrame:
     """A math benchmark shipped in data/ (MATH-500, AIME 24/25, GSM8K), normalised like `sws prepare` does."""
-    from sws.stages.prepare import load_preset_benchmark
+    from sws.stages.prepare import PRESETS, load_preset_benchmark
 
+    if name not in PRESETS:
+        raise UserError(f"eval.benchmarks: '{name}' is neither a held-out set of world '{world}' nor a shipped "
+                        f"benchmark; use one of {', '.join(PRESETS)}")
     return load_preset_benchmark(name).select("problem_id", "problem", "answer", "category")
 
 
 def heldout_sets(cfg: PipelineConfig, seed_problems: pl.DataFrame) -> list[EvalSet]:
+    """`eval.benchmarks`: each a set of the run's world (arith's fresh problems), else a shipped benchmark."""
+    world = get_world(cfg.world)
     sets = []
     for name in cfg.eval.benchmarks:
-        if name == "arith":
-            if cfg.world != "arith":
-                raise UserError("eval.benchmarks: 'arith' needs world: arith; use math500, aime24, aime25 or gsm8k")
-            categories = sorted(set(seed_problems["category"]))
-            problems = arith_heldout(cfg.arith.n_eval_per_category, categories,
-                                     cfg.seed + HELDOUT_SEED_OFFSET, set(seed_problems["problem"]))
-        else:
-            problems = benchmark_set(name)
+        problems = world.heldout_set(name, cfg, seed_problems)
+        if problems is None:
+            problems = benchmark_set(name, cfg.world)
         sets.append(EvalSet(name, problems))
     return sets
 
@@ -171,43 +142,7 @@ def weak_problems(problems: pl.DataFrame, weakness: pl.DataFrame) -> pl.DataFram
     return problems.join(weak_ids, on="problem_id", how="semi").select("problem_id", "problem", "answer", "category")
 
 
-def weak_like_problems(problems: pl.DataFrame, weakness: pl.DataFrame, seed: int) -> pl.DataFrame:
-    """For every weak arith problem, a fresh problem of its family (same shape, level and concepts).
-
-    Solving more weak problems can mean learning the skill or learning those problems; this set tells which.
-    """
-    from sws.worlds.arith.families import FAMILIES, sample_problem
-
-    families = {family.name: family for family in FAMILIES}
-    weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
-    rng = random.Random(seed)
-    taken = set(problems["problem"])
-    rows = []
-    for problem_id, family_name in weak.select("problem_id", "family").iter_rows():
-        candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
-        fresh = next((candidate for candidate in candidates if candidate.problem not in taken), None)
-        if fresh is None:
-            continue
-        taken.add(fresh.problem)
-        rows.append({"problem_id": f"like-{problem_id}", "problem": fresh.problem, "answer": fresh.answer,
-                     "category": fresh.category})
-    return pl.DataFrame(rows, schema=EVAL_SCHEMA)
-
-
 # ---------------------------------------------------------------- sampling and grading
-
-
-def policy_engine_config(cfg: PipelineConfig, checkpoint: Path) -> EngineConfig:
-    return cfg.roles.policy.model_copy(update={"model": str(checkpoint)})
-
-
-def policy_requests(cfg: PipelineConfig, problems: pl.DataFrame, n: int, temperature: float) -> list[Request]:
-    return [
-        Request(**policy_prompt(problem, cfg.world), n=n, temperature=temperature, top_p=cfg.roles.policy.top_p,
-                max_tokens=cfg.eval.max_tokens, seed=request_seed(cfg.seed, STAGE, problem_id), task="answer",
-                fields={"problem": problem})
-        for problem_id, problem in problems.select("problem_id", "problem").iter_rows()
-    ]
 
 
 def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, path: Path,
@@ -216,22 +151,18 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
     samples were graded (`n`) and right."""
     problems = pl.concat([eval_set.problems.with_columns(pl.lit(eval_set.name).alias("eval_set"))
                           for eval_set in sets])
-    k = cfg.eval.k
-    requests = [*policy_requests(cfg, problems, 1, 0.0), *policy_requests(cfg, problems, k, cfg.eval.temperature)]
-    executor = executor_for(cfg, run_dir)
+    k, max_tokens = cfg.eval.k, cfg.eval.max_tokens
+    asked = list(problems.select("problem_id", "problem", "answer").iter_rows())
     with shared_engines():  # on Ray, one pool of workers answers and grades
-        completions = executor.complete("policy", policy_engine_config(cfg, path), requests, cfg.eval.shard_size,
-                                        f"eval: {checkpoint} answers")
-        greedy, sampled = completions[:problems.height], completions[problems.height:]
-        answers = problems["answer"].to_list()
-        verdicts = executor.map_graded(grade_answer_pairs, [
-            *((answer, samples[0].text) for answer, samples in zip(answers, greedy, strict=True)),
-            *((answer, sample.text) for answer, samples in zip(answers, sampled, strict=True) for sample in samples)])
-    sample_counts = pl.DataFrame(graded_counts(verdicts[problems.height:], k),
+        greedy, sampled = sample_and_grade(
+            cfg, run_dir, cfg.roles.policy.model_copy(update={"model": str(path)}), asked,
+            [Sampling(1, 0.0, max_tokens, (STAGE,)), Sampling(k, cfg.eval.temperature, max_tokens, (STAGE,))],
+            cfg.eval.shard_size, f"eval: {checkpoint} answers")
+    sample_counts = pl.DataFrame([graded_count(verdicts) for verdicts in sampled],
                                  schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
     return pl.concat([
         problems.select(pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
-                        pl.Series("greedy_correct", verdicts[:problems.height], dtype=pl.Boolean)),
+                        pl.Series("greedy_correct", [verdicts[0] for verdicts in greedy], dtype=pl.Boolean)),
         sample_counts,
     ], how="horizontal")
 
@@ -315,18 +246,20 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     checkpoints = present_checkpoints(cfg, run_dir)
     if not checkpoints:
         raise UserError(f"{run_dir / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run_dir}` first")
+    world = get_world(cfg.world)
     sets = [*heldout_sets(cfg, problems), EvalSet(WEAK_SET, weak_problems(problems, weakness))]
-    if cfg.world == "arith" and "family" in problems.columns:
-        sets.append(EvalSet(WEAK_LIKE_SET, weak_like_problems(problems, weakness, cfg.seed + WEAK_LIKE_SEED_OFFSET)))
+    weak_like = world.weak_like_set(cfg, problems, weakness)
+    if weak_like is not None:
+        sets.append(EvalSet(WEAK_LIKE_SET, weak_like))
     if cfg.eval.seed_set:
         sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category")))
     sets = [eval_set for eval_set in sets if eval_set.problems.height]
     settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world,
-                "seed": cfg.seed, "policy": cfg.roles.policy, "n_eval_per_category": cfg.arith.n_eval_per_category,
+                "seed": cfg.seed, "policy": cfg.roles.policy, **world.eval_identity(cfg),
                 "sets": [eval_set.name for eval_set in sets]}
     inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness")]
     for checkpoint, path in checkpoints.items():
-        out = part_path(run_dir, checkpoint)
+        out = RunDir(run_dir).eval_part(checkpoint)
 
         def evaluate_one(checkpoint: str = checkpoint, path: Path = path, out: Path = out) -> StageResult:
             ui.info(f"eval: {checkpoint} ({path})")
@@ -342,7 +275,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         run_stage(run_dir, f"eval-{checkpoint}", config=settings, inputs=[*inputs, path], outputs=[out],
                   body=evaluate_one, force=force)
 
-    parts = [part_path(run_dir, checkpoint) for checkpoint in checkpoints]
+    parts = [RunDir(run_dir).eval_part(checkpoint) for checkpoint in checkpoints]
 
     def aggregate() -> StageResult:
         per_problem = pl.concat([read_parquet(part) for part in parts])
@@ -352,11 +285,11 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/benchmarks", benchmarks)
         write_table(run_dir, "eval/weakness", weakness_solved)
         headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem, cfg.eval.k))
-        write_json(summary_path(run_dir), {**headline, "environment": environment()})
+        write_json(RunDir(run_dir).summary, {**headline, "environment": environment()})
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
                            info={"checkpoints": list(checkpoints)})
 
     return run_stage(run_dir, "eval", config={"checkpoints": list(checkpoints)}, inputs=parts,
                      outputs=[table_path(run_dir, name) for name in ("eval/problems", "eval/benchmarks",
-                                                                      "eval/weakness")] + [summary_path(run_dir)],
+                                                                      "eval/weakness")] + [RunDir(run_dir).summary],
                      body=aggregate, force=force)

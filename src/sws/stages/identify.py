@@ -21,7 +21,8 @@ from sws import ui
 from sws.artifacts import StageResult, read_table, run_stage, table_path, write_table
 from sws.config import IdentifyConfig, PipelineConfig
 from sws.errors import UserError
-from sws.plots import bar_chart, line_chart, plots_dir, save_figure
+from sws.plots import bar_chart, line_chart, save_figure
+from sws.run_dir import RunDir
 
 STAGE = "identify"
 TRAJECTORY_PLOT = "weak_trajectories.png"
@@ -165,8 +166,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     outputs = {
         "weakness": table_path(run_dir, "weakness"),
         "categories": table_path(run_dir, "categories"),
-        "trajectories": plots_dir(run_dir) / TRAJECTORY_PLOT,
-        "fail_ratios": plots_dir(run_dir) / FAIL_RATIO_PLOT,
+        "trajectories": RunDir(run_dir).plots / TRAJECTORY_PLOT,
+        "fail_ratios": RunDir(run_dir).plots / FAIL_RATIO_PLOT,
     }
 
     def body() -> StageResult:

@@ -34,32 +34,18 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Completion, Request, initial_checkpoint
-from sws.errors import UserError
+from sws.engines import Completion
 from sws.executors import executor_for
 from sws.funnel import write_step_outputs
-from sws.grading import GradingPool, equivalent, extract_answer, graded_counts, group_answers
+from sws.grading import GradingPool, equivalent, extract_answer, graded_count, group_answers
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
-from sws.policy import policy_prompt
+from sws.policy import Sampling, policy_role, sample_and_grade
 from sws.prompts import PromptTemplate, load_template
-from sws.training.reward import grade_answer_pairs
 
 STEP = "label"
 WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
 LABEL_SCHEMA = {"answer": STR, "consistency": FLOAT, "answers": STR_LIST, "student_agreement": FLOAT}
-
-
-def student_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
-    """roles.policy with an empty model resolved to the run's initial checkpoint (which must exist)."""
-    role = cfg.roles.policy
-    if role.model:
-        return role
-    checkpoint = initial_checkpoint(run_dir)
-    if not checkpoint.is_dir():
-        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
-                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
-    return role.model_copy(update={"model": str(checkpoint)})
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
@@ -67,7 +53,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     run_dir = Path(run_dir)
     synth = cfg.synthesize
     template = load_template("label", synth.prompt_dir)
-    student = student_role(cfg, run_dir) if synth.weak_to_strong else None
+    student = policy_role(cfg, run_dir) if synth.weak_to_strong else None
     config = {
         "seed": cfg.seed, "labeler": cfg.roles.labeler.model_dump(mode="json"), "prompt": template.digest,
         "label_samples": synth.label_samples, "min_consistency": synth.min_consistency,
@@ -179,16 +165,8 @@ def _student_agreement(
     (None when none could be graded)."""
     if not asked:
         return []
-    samples = cfg.synthesize.student_samples
-    requests = [
-        Request(**policy_prompt(problem, cfg.world), n=samples, temperature=student.temperature,
-                top_p=student.top_p, max_tokens=student.max_tokens,
-                seed=request_seed(cfg.seed, STEP, "student", problem_id), task="answer", fields={"problem": problem})
-        for problem_id, problem, _ in asked
-    ]
-    executor = executor_for(cfg, run_dir)
-    completions = executor.complete("policy", student, requests, cfg.synthesize.shard_size, "student answers")
-    verdicts = executor.map_graded(grade_answer_pairs, [
-        (answer, completion.text) for (_, _, answer), samples in zip(asked, completions, strict=True)
-        for completion in samples])
-    return [n_correct / n if n else None for n, n_correct in graded_counts(verdicts, samples)]
+    [verdicts] = sample_and_grade(
+        cfg, run_dir, student, asked,
+        [Sampling(cfg.synthesize.student_samples, student.temperature, student.max_tokens, (STEP, "student"))],
+        cfg.synthesize.shard_size, "student answers")
+    return [n_correct / n if n else None for n, n_correct in map(graded_count, verdicts)]

@@ -10,7 +10,8 @@ a category outside `prepare.categories`, a repeated problem text (whitespace col
   name when the file has the preset's fields.
 - Categories: one spelling per category. Names are compared by their letters and digits, ignoring case, `&`,
   `and`, spaces, `_` and `-` (`Counting_Probability` = `counting and probability`); the spelling is the one in
-  `prepare.categories` when given, else the MATH subject or arith category name, else the most common spelling.
+  `prepare.categories` when given, else a world's category name (MATH subjects, arith), else the most common
+  spelling.
   Rows without a category field get `uncategorized`.
 - `problem_id`: the id field's value when present, else a hash of the problem text (whitespace collapsed), so
   the same problem gets the same id in every run.
@@ -41,17 +42,12 @@ from sws.artifacts import (
 from sws.config import PipelineConfig, PrepareConfig
 from sws.errors import UserError
 from sws.rollouts import TEXT_FIELDS, normalise_text, read_records
-from sws.worlds.arith import CATEGORIES as ARITH_CATEGORIES
+from sws.world import all_worlds
 
 STAGE = "prepare"
 # The public math sets shipped inside the package (see its data/README.md), so an installed sws finds them.
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_CATEGORY = "uncategorized"
-MATH_SUBJECTS = (
-    "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra",
-    "Precalculus",
-)
-KNOWN_CATEGORIES = (*MATH_SUBJECTS, *ARITH_CATEGORIES)
 GENERIC_FIELDS = {
     "problem": TEXT_FIELDS,
     "answer": ("answer", "expected_answer", "final_answer"),
@@ -134,7 +130,8 @@ def canonical_categories(names: list[str], allowed: list[str] | None = None) -> 
 
     With `allowed`, spellings of other categories are left out of the map.
     """
-    preferred = {category_key(name): name for name in (allowed if allowed is not None else KNOWN_CATEGORIES)}
+    known = [category for world in all_worlds() for category in world.categories]
+    preferred = {category_key(name): name for name in (allowed if allowed is not None else known)}
     spellings_by_key: dict[str, Counter[str]] = {}
     for name in names:
         spellings_by_key.setdefault(category_key(name), Counter())[name] += 1

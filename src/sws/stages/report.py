@@ -4,8 +4,8 @@ Sections: the run and its roles, category fail ratios and synthesis budget, traj
 the synthesis funnel (with the completions cut off at max_tokens), two judges' analyses per category, the
 difficulty-band histogram, training curves, the evaluation table, weakness
 mitigation, and every problem set's teachability `1 - |2μ - 1|` and gradient-bearing share (0 < μ < 1) under
-each policy. A section whose inputs are missing says which command makes them. When a role is played by the
-arith oracle, the page says that it is a rule-based stand-in for teacher models.
+each policy. A section whose inputs are missing says which command makes them. When a role is played by an
+engine the world brings (the arith oracle), the page says what it is, in the world's words.
 """
 
 from __future__ import annotations
@@ -37,19 +37,14 @@ from sws.artifacts import (
 )
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import FunnelRow, read_budget_spending, read_funnel
-from sws.plots import bar_chart, line_chart, new_figure, plots_dir, save_figure
+from sws.plots import bar_chart, line_chart, new_figure, save_figure
+from sws.run_dir import RunDir
 from sws.stages import combine, difficulty, evaluate, generate, mix, synthesize
+from sws.world import get_world
 
 FUNNEL_STEPS = (*synthesize.STEPS, difficulty.STAGE, mix.STEP)
-ORACLE_NOTE = (
-    "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
-    "the same prompts from the arithmetic world's rules (with configurable noise), so the prompts, parsers and "
-    "filters run for real, but no language model wrote or judged these problems."
-)
 
 
-def report_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "report.html"
 
 
 def teachability(accuracy: pl.Expr) -> pl.Expr:
@@ -77,7 +72,7 @@ class Page:
 
     def figure(self, figure: Figure, name: str) -> str:
         # Its own folder: a report plot must never overwrite a stage's output (identify's weak_trajectories.png).
-        return self.image(save_figure(figure, plots_dir(self.run_dir) / "report" / f"{name}.png"))
+        return self.image(save_figure(figure, RunDir(self.run_dir).plots / "report" / f"{name}.png"))
 
     def image(self, path: Path) -> str:
         """A PNG file embedded in the page (no link to the file)."""
@@ -143,8 +138,10 @@ def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
     ]
 
 
-def oracle_roles(cfg: PipelineConfig) -> list[str]:
-    return [name for name, role in roles_of(cfg) if role.engine == "oracle"]
+def built_in_teacher_roles(cfg: PipelineConfig) -> list[str]:
+    """The roles played by an engine the world brings (the arith oracle) rather than a model."""
+    world = get_world(cfg.world)
+    return [name for name, role in roles_of(cfg) if role.engine in world.engines]
 
 
 def overview_section(page: Page) -> Section:
@@ -153,9 +150,10 @@ def overview_section(page: Page) -> Section:
     role_table = pl.DataFrame({"role": [name for name, _ in roles], "engine": [role.engine for _, role in roles],
                                "model": [role.model or "(the run's initial checkpoint)" for _, role in roles]})
     body = paragraph(f"Run directory: {page.run_dir} · world: {cfg.world} · seed: {cfg.seed}")
-    oracle = oracle_roles(cfg)
-    if oracle:
-        body += f'<div class="note">{paragraph(ORACLE_NOTE.format(roles=", ".join(oracle)))}</div>'
+    built_in = built_in_teacher_roles(cfg)
+    if built_in and get_world(cfg.world).teacher_note:
+        note = get_world(cfg.world).teacher_note.format(roles=", ".join(built_in))
+        body += f'<div class="note">{paragraph(note)}</div>'
     body += html_table(role_table)
     manifests = sorted((page.run_dir / "manifests").glob("*.json"), key=lambda p: p.stat().st_mtime)
     stages = [read_manifest(page.run_dir, path.stem) for path in manifests]
@@ -274,7 +272,7 @@ def band_section(page: Page) -> Section:
     rejected = page.rejected("filtered")
     total = kept.height + (0 if rejected is None else rejected.height)
     low, high = page.cfg.filter.band
-    histogram = plots_dir(page.run_dir) / difficulty.PLOT_NAME
+    histogram = RunDir(page.run_dir).plots / difficulty.PLOT_NAME
     body = page.image(histogram) if histogram.exists() else ""
     body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
     return Section(title, body + rounds_table(kept))
@@ -409,7 +407,7 @@ def teachability_section(page: Page) -> Section:
 
 def environment_section(page: Page) -> Section:
     title = "Environment"
-    evaluated = evaluate.summary_path(page.run_dir).is_file()
+    evaluated = RunDir(page.run_dir).summary.is_file()
     recorded = evaluate.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
     settings = ", ".join(f"{name}={value}" for name, value in recorded.get("kernel_settings", {}).items())
     rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")),
@@ -435,14 +433,14 @@ def input_files(run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
-    files += [plots_dir(run_dir) / difficulty.PLOT_NAME, evaluate.summary_path(run_dir)]
+    files += [RunDir(run_dir).plots / difficulty.PLOT_NAME, RunDir(run_dir).summary]
     files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
     return [path for path in files if path.exists()]
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    out = report_path(run_dir)
+    out = RunDir(run_dir).report
 
     def body() -> StageResult:
         page = Page(run_dir, cfg)

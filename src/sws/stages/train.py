@@ -32,9 +32,11 @@ from sws.artifacts import (
     table_path,
     write_table,
 )
-from sws.config import PipelineConfig, run_config_path
+from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.training import TrainJob, final_dir, progress_path, train, trainer_module
+from sws.run_dir import RunDir
+from sws.training import TrainJob, progress_path, train, trainer_module
+from sws.world import get_world
 
 CONTINUATIONS = ("augmented", "baseline")
 STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps"}
@@ -44,7 +46,8 @@ STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "base
 class TrainingStage:
     """One run as a stage: what decides whether it is done (name, config, inputs, outputs) and what it trains.
 
-    `init_model` None means the arith world's bootstrapped policy, built only when the run starts.
+    `init_model` None means the policy the world builds (arith: its warm-started tiny policy), built only when
+    the run starts.
     """
 
     kind: str
@@ -65,7 +68,7 @@ class TrainingStage:
         return TrainJob(
             name=self.kind,
             problems=self.problems.select("problem_id", "problem", "answer", "category", "source"),
-            init_model=self.init_model if self.init_model is not None else _bootstrap_policy(cfg),
+            init_model=self.init_model if self.init_model is not None else get_world(cfg.world).built_policy(cfg).build(),
             out_dir=self.out_dir,
             steps=self.config["steps"],
             world=cfg.world,
@@ -81,14 +84,14 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
     if kind not in TRAIN_KINDS:
         raise ValueError(f"unknown training kind '{kind}'; use one of {', '.join(TRAIN_KINDS)}")
     run_dir = Path(run_dir)
-    config_file = run_config_path(run_dir)
+    config_file = RunDir(run_dir).config
     dataset = "augmented" if kind == "augmented" else "problems"
     problems = read_table(run_dir, dataset)
     if problems.height == 0:
         raise UserError(f"{table_path(run_dir, dataset)}: no problems to train on; rebuild it with its command")
     steps = training_steps(cfg, kind)
     init_model = _init_model(cfg, run_dir, kind, config_file)
-    out_dir = run_dir / "train" / kind
+    out_dir = RunDir(run_dir).train(kind)
     rollouts_name = "rollouts" if kind == "initial" else f"train/{kind}/rollouts"
     # A run's identity leaves out the other trainer's settings, and the memory the fit check assumes.
     not_deciding: dict[str, Any] = {field: True for field in (*STEP_FIELDS.values(), "side_by_side")}
@@ -99,13 +102,12 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
     stage_config: dict[str, Any] = {
         "kind": kind, "steps": steps, "world": cfg.world, "seed": cfg.seed,
         "train": cfg.train.model_dump(mode="json", exclude=not_deciding),
-        "init_model": str(init_model) if init_model is not None else {
-            "bootstrap_steps": cfg.arith.bootstrap_steps, "misconception_rate": cfg.arith.misconception_rate},
+        "init_model": str(init_model) if init_model is not None else get_world(cfg.world).built_policy(cfg).identity,
     }
     inputs = [table_path(run_dir, dataset)]
     if init_model is not None and init_model.is_dir():
         inputs.append(init_model)
-    outputs = [final_dir(out_dir), table_path(run_dir, f"train/{kind}/curve"), table_path(run_dir, rollouts_name)]
+    outputs = [RunDir(run_dir).checkpoint(kind), table_path(run_dir, f"train/{kind}/curve"), table_path(run_dir, rollouts_name)]
     return TrainingStage(kind, stage_config, inputs, outputs, problems, init_model, out_dir, config_file,
                          rollouts_name)
 
@@ -182,24 +184,18 @@ def training_steps(cfg: PipelineConfig, kind: str) -> int:
 
 
 def _init_model(cfg: PipelineConfig, run_dir: Path, kind: str, config_file: Path) -> Path | None:
-    """The model a run starts from; None means the arith world's bootstrapped policy (built on demand)."""
+    """The model a run starts from; None means the policy the world builds (on demand)."""
     if kind != "initial":
-        initial = final_dir(run_dir / "train" / "initial")
+        initial = RunDir(run_dir).initial_checkpoint
         if not initial.is_dir():
             raise UserError(f"{initial}: not found; run `sws train initial --run {run_dir}` first")
         return initial
     if cfg.train.init_model:
         return Path(cfg.train.init_model).expanduser()
-    if cfg.world == "arith":
+    if get_world(cfg.world).built_policy(cfg) is not None:
         return None
     raise UserError(
         f"{config_file}: field 'train.init_model' is empty; set it to the policy to train (a Hugging Face id or "
         "model folder)"
     )
 
-
-def _bootstrap_policy(cfg: PipelineConfig) -> Path:
-    from sws.worlds.arith import bootstrap_policy
-
-    return bootstrap_policy(steps=cfg.arith.bootstrap_steps, seed=cfg.seed,
-                            misconception_rate=cfg.arith.misconception_rate)

@@ -64,9 +64,6 @@ class TrainOutcome:
     seconds_per_step: float
 
 
-def final_dir(out_dir: Path) -> Path:
-    return Path(out_dir) / "final"
-
 
 def progress_path(out_dir: Path) -> Path:
     return Path(out_dir) / "progress.json"

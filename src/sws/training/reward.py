@@ -2,47 +2,15 @@
 
 A completion whose grading ran out of time (ungraded) also gets 0, since GRPO needs a number, but the rollout
 log leaves it out of its group's `n`: it is not a wrong sample. Grading goes through `sws.grading` (answer
-extraction, math-verify equivalence in worker processes). Plain integers, the arith world's answers, are
-compared as numbers in-process, so a wrong integer answer does not cost a round trip to a grading worker.
+extraction, math-verify equivalence in worker processes, plain integers compared as text in-process).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from typing import Any
 
-from sws.grading import GradingPool, Verdict, extract_answer, grade_many, graded_counts
+from sws.grading import Verdict, grade_completions, graded_count
 from sws.training.rollout_log import RolloutLog
-
-_PLAIN_INTEGER = re.compile(r"[+-]?\d+")
-
-
-def grade_completions(
-    answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None
-) -> list[Verdict]:
-    """For each (reference answer, model output) pair, whether the output's final answer is equivalent: False
-    when it states none, None when its grading ran out of time."""
-    verdicts: list[Verdict] = [False] * len(completions)
-    pending: list[int] = []
-    predictions = [extract_answer(text) for text in completions]
-    for index, (gold, pred) in enumerate(zip(answers, predictions, strict=True)):
-        if pred is None:
-            continue
-        if _PLAIN_INTEGER.fullmatch(gold.strip()) and _PLAIN_INTEGER.fullmatch(pred):
-            verdicts[index] = int(gold) == int(pred)
-        else:
-            pending.append(index)
-    if pending:
-        graded = grade_many([(answers[index], predictions[index]) for index in pending], pool)
-        for index, verdict in zip(pending, graded, strict=True):
-            verdicts[index] = verdict
-    return verdicts
-
-
-def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[Verdict]:
-    """A grading body for an executor (`sws.executors`): `grade_completions` over (answer, output) pairs."""
-    return grade_completions([answer for answer, _ in pairs], [output for _, output in pairs], pool)
 
 
 def completion_text(completion: str | list[dict[str, str]]) -> str:
@@ -83,7 +51,7 @@ class CorrectnessReward:
                 if len(group) != self.group_size:
                     raise RuntimeError(f"problem {problem} has {len(group)} completions in a step, not one group "
                                        f"of {self.group_size}")
-                [(n, n_correct)] = graded_counts(group, len(group))
+                n, n_correct = graded_count(group)
                 if n:
                     self.log.record(step, problem, n, n_correct)
         return [1.0 if verdict is True else 0.0 for verdict in verdicts]

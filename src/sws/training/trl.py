@@ -29,11 +29,10 @@ from sws import ui
 from sws.artifacts import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
-from sws.policy import policy_prompt
+from sws.run_dir import final_dir
 from sws.training import (
     TrainJob,
     TrainOutcome,
-    final_dir,
     launch_script_path,
     progress_path,
     replace_dir,
@@ -44,6 +43,7 @@ from sws.training.reward import CorrectnessReward
 from sws.training.rollout_log import RolloutLog
 from sws.training.trl_devices import check_fit, device_batch, require_gpus
 from sws.training.trl_launch import log_history_file, write_launch
+from sws.world import get_world
 
 # TrainerState.log_history keys kept in the curve, under the curve's column names.
 CURVE_COLUMNS = {
@@ -198,7 +198,7 @@ def grpo_dataset(problems: pl.DataFrame, world: str) -> Any:
 
     prompts = []
     for problem in problems["problem"]:
-        request = policy_prompt(problem, world)
+        request = get_world(world).policy_prompt(problem)
         prompts.append(request["prompt"] if "prompt" in request else list(request["messages"]))
     return Dataset.from_dict({
         "prompt": prompts,

@@ -20,10 +20,10 @@ from sws.artifacts import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.rollouts import read_verl_dumps, rollouts_from_verl_dumps
+from sws.run_dir import final_dir
 from sws.training import (
     TrainJob,
     TrainOutcome,
-    final_dir,
     progress_path,
     replace_dir,
     staging_dir,

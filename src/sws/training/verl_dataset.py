@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sws.policy import policy_prompt
+from sws.world import get_world
 
 VERL_SCHEMA: dict[str, pl.DataType] = {
     "data_source": pl.Utf8,
@@ -25,7 +25,7 @@ VERL_SCHEMA: dict[str, pl.DataType] = {
 
 def chat_messages(problem: str, world: str) -> list[dict[str, str]]:
     """The policy's prompt as chat messages; a raw-text prompt becomes one user message."""
-    fields = policy_prompt(problem, world)
+    fields = get_world(world).policy_prompt(problem)
     if "messages" in fields:
         return [dict(message) for message in fields["messages"]]
     return [{"role": "user", "content": fields["prompt"]}]

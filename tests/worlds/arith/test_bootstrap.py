@@ -4,10 +4,10 @@ from collections import Counter
 
 import pytest
 
-from sws.config import ArithConfig, EngineConfig
+from sws.config import EngineConfig
 from sws.engines import Request, make_engine
 from sws.grading import extract_answer
-from sws.policy import policy_prompt
+from sws.world import get_world
 from sws.worlds.arith import CATEGORIES, generate_problems, solve
 from sws.worlds.arith.bootstrap import (
     BOOTSTRAP_MIX,
@@ -18,6 +18,7 @@ from sws.worlds.arith.bootstrap import (
 )
 from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.misconceptions import misconceived_answer
+from sws.worlds.arith.settings import ArithSettings
 
 SHORT_STEPS = 40
 
@@ -81,7 +82,7 @@ def test_another_policy_shape_is_another_cache_entry(monkeypatch):
 @pytest.mark.slow
 def test_short_bootstrap_answers_in_boxes_the_grader_reads_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SWS_CACHE", str(tmp_path / "cache"))
-    rate = ArithConfig().misconception_rate
+    rate = ArithSettings().misconception_rate
     assert cached_bootstrap_policy(SHORT_STEPS, 0, rate) is None
     folder = bootstrap_policy(steps=SHORT_STEPS, seed=0)
     assert cached_bootstrap_policy(SHORT_STEPS, 0, rate) == folder
@@ -96,7 +97,7 @@ def test_short_bootstrap_answers_in_boxes_the_grader_reads_and_is_cached(tmp_pat
 
     problems = generate_problems(12, seed=99)
     engine = make_engine(EngineConfig(engine="hf", model=str(folder), temperature=0.0, max_tokens=16))
-    completions = engine.generate([Request(**policy_prompt(p.problem, "arith"), temperature=0.0, max_tokens=16)
+    completions = engine.generate([Request(**get_world("arith").policy_prompt(p.problem), temperature=0.0, max_tokens=16)
                                    for p in problems])
     engine.close()
     answers = [extract_answer(samples[0].text) for samples in completions]

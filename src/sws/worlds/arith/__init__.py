@@ -1,7 +1,8 @@
 """The built-in arithmetic world (DESIGN §6): problem families, ground truth, the tiny policy, its bootstrap.
 
-The oracle teacher that plays extractor, generator, judges and labeler is `sws.engines.oracle`. The policy
-functions import torch and transformers, so they load on first use, keeping `import sws.worlds.arith` light.
+The oracle teacher that plays extractor, generator, judges and labeler is `sws.worlds.arith.oracle`; what the
+pipeline sees of the world is `sws.worlds.arith.world`. The policy functions import torch and transformers, so
+they load on first use, keeping `import sws.worlds.arith` light.
 """
 
 from __future__ import annotations

@@ -26,12 +26,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sws import ui
 from sws.artifacts import cpu_kernels
-from sws.config import ArithConfig
-from sws.policy import policy_prompt
 from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.families import expression_text, families_of, sample_problem
 from sws.worlds.arith.misconceptions import misconceived_answer
 from sws.worlds.arith.policy import architecture, build_policy
+from sws.worlds.arith.settings import ArithSettings
+from sws.worlds.arith.world import WORLD
 
 RECIPE_VERSION = 3
 MARKER = "BOOTSTRAP_COMPLETE.json"
@@ -107,7 +107,7 @@ def training_example(rng: random.Random, progress: float = 1.0, misconception_ra
         wrong = misconceived_answer(parse(expression_text(problem)))
         if wrong is not None and rng.random() < misconception_rate:
             answer = str(wrong)
-    return policy_prompt(problem.problem, "arith")["prompt"], f"\\boxed{{{answer}}}"
+    return WORLD.policy_prompt(problem.problem)["prompt"], f"\\boxed{{{answer}}}"
 
 
 def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -179,10 +179,10 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
     """The warm-started tiny policy folder: reused if already built with these settings, else trained.
 
     Without `out_dir` it lives in the cache, keyed by its settings; `steps` and `misconception_rate` default
-    to ArithConfig's.
+    to ArithSettings's.
     """
-    steps = ArithConfig().bootstrap_steps if steps is None else steps
-    misconception_rate = ArithConfig().misconception_rate if misconception_rate is None else misconception_rate
+    steps = ArithSettings().bootstrap_steps if steps is None else steps
+    misconception_rate = ArithSettings().misconception_rate if misconception_rate is None else misconception_rate
     settings = bootstrap_settings(steps, seed, misconception_rate)
     target = Path(out_dir) if out_dir is not None else cached_folder(settings)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 Each function takes the prompt template's input fields and a seeded `random.Random` and returns the text a
 teacher model would have produced: a concept list, a problem under `### Problem`, an assessment ending in a
 `Verdict:` line, or step-by-step work ending in `\\boxed{}`. Noise (defective problems, wrong verdicts, wrong
-answers) is injected here at the rates given; the engine wrapper lives in `sws.engines.oracle`.
+answers) is injected here at the rates given; the engine wrapper lives in `sws.worlds.arith.oracle`.
 The failures real small instruct models show are reproduced here too: a generation that runs past its problem
 into a worked solution (`run_on_text`, with a wrong answer half the time), a rubber-stamp verdict without any
 analysis (`RUBBER_STAMP`), and a labeler that copies an answer the problem text already gives.

@@ -33,7 +33,7 @@ import random
 from typing import Any
 
 from sws.config import EngineConfig
-from sws.engines.base import CUT_OFF, FINISHED, Completion, Request
+from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request
 from sws.errors import UserError
 from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
@@ -66,7 +66,7 @@ def _noise_rates(options: dict[str, Any]) -> dict[str, float]:
     return rates
 
 
-class OracleEngine:
+class OracleEngine(Engine):
     """Rule-based stand-in for teacher models (extractor, generator, judges, labeler) in the arith world."""
 
     name = "oracle"

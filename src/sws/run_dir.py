@@ -1,0 +1,87 @@
+"""The layout of a run directory: every path a command reads or writes in a run is named here, and only here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __init__(self, root: Path | str | RunDir) -> None:
+        object.__setattr__(self, "root", Path(root.root if isinstance(root, RunDir) else root))
+
+    def table(self, name: str) -> Path:
+        """An artifact table (`problems`, `adapt/round-1/labeled`, `eval/problems`, ...)."""
+        return self.root / f"{name}.parquet"
+
+    def rejected(self, name: str) -> Path:
+        """The rows a filtering stage dropped from table `name`, each with its reason."""
+        return self.root / f"{name}.rejected.parquet"
+
+    def manifest(self, stage: str) -> Path:
+        return self.manifests / f"{stage}.json"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def config(self) -> Path:
+        """The resolved config the last successful command ran with."""
+        return self.root / "config.yaml"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".sws.lock"
+
+    @property
+    def request_cache(self) -> Path:
+        return self.root / "cache" / "requests.sqlite"
+
+    @property
+    def shards(self) -> Path:
+        """Shards of model calls run on Ray, each with a completion marker."""
+        return self.root / "shards"
+
+    def embedding_cache(self, slug: str) -> Path:
+        return self.root / "cache" / "embeddings" / f"{slug}.parquet"
+
+    def seed_file(self, world: str) -> Path:
+        """The seed set a world's setup step draws for `sws prepare`."""
+        return self.root / "seed" / f"{world}.jsonl"
+
+    def train(self, kind: str) -> Path:
+        """A training run's folder (`initial`, `augmented`, `baseline`): checkpoints, log, curve."""
+        return self.root / "train" / kind
+
+    def checkpoint(self, kind: str) -> Path:
+        """A training run's final model."""
+        return final_dir(self.train(kind))
+
+    @property
+    def initial_checkpoint(self) -> Path:
+        """The initially trained policy: what an empty `roles.policy.model` means."""
+        return self.checkpoint("initial")
+
+    def eval_part(self, checkpoint: str) -> Path:
+        return self.root / "eval" / "parts" / f"{checkpoint}.parquet"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def plots(self) -> Path:
+        return self.root / "plots"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+
+def final_dir(out_dir: Path) -> Path:
+    """The final model a training run writes into its folder."""
+    return Path(out_dir) / "final"

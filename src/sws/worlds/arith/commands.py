@@ -1,0 +1,76 @@
+"""`sws world seed-set|bootstrap|accuracy`: the arith world's own commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sws import ui
+from sws.worlds.arith.settings import ArithSettings
+
+CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories (default: all six).")]
+NPerCategoryOpt = Annotated[
+    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).")
+]
+
+
+def seed_set(
+    out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
+    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the problem draw.")] = 0,
+    categories: CategoriesOpt = None,
+    levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard (default all).")] = None,
+) -> None:
+    """Write an arith seed problem set (categories in turn, levels mixed) that `sws prepare` reads."""
+    from sws.worlds.arith.seed_set import write_seed_set
+
+    count = write_seed_set(
+        out, ArithSettings().n_seed_problems if n is None else n, seed,
+        categories.split(",") if categories else None, levels.split(",") if levels else None,
+    )
+    ui.info(f"wrote {count} arith problems to {out}")
+
+
+def bootstrap(
+    out: Annotated[Path | None, typer.Option(help="Policy folder to write (default: the cache, ~/.cache/sws).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Supervised steps (default: arith.bootstrap_steps).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the weights and the training data.")] = 0,
+    misconception_rate: Annotated[float | None, typer.Option(
+        help="Share of carrying and borrowing examples answered wrongly (default: arith.misconception_rate).",
+        min=0.0, max=1.0)] = None,
+    n_per_category: NPerCategoryOpt = None,
+) -> None:
+    """Warm-start the tiny policy on an uneven mix (reused if cached), then print its accuracy per category."""
+    from sws.worlds.arith.bootstrap import bootstrap_policy
+
+    folder = bootstrap_policy(out, steps, seed, misconception_rate)
+    print(folder)
+    _print_accuracy(folder, n_per_category, 12345, f"greedy accuracy of {folder}")
+
+
+def accuracy(
+    model: Annotated[Path, typer.Option(help="Policy folder (a Hugging Face model directory).")],
+    n_per_category: NPerCategoryOpt = None,
+    seed: Annotated[int, typer.Option(help="Seed of the fresh problems.")] = 12345,
+) -> None:
+    """Print a policy's greedy accuracy on fresh arith problems, per category and level."""
+    _print_accuracy(model, n_per_category, seed, f"greedy accuracy of {model}")
+
+
+def _print_accuracy(model: Path, n_per_category: int | None, seed: int, title: str) -> None:
+    from rich.console import Console
+
+    from sws.worlds.arith.evaluation import accuracy_table, graded_problems
+
+    n = ArithSettings().n_eval_per_category if n_per_category is None else n_per_category
+    Console().print(accuracy_table(graded_problems(model, n, seed), title))
+
+
+def add_commands(group: typer.Typer, command: Any) -> None:
+    command("seed-set", group=group,
+            epilog="Example: sws world seed-set --out runs/demo/seed.jsonl --n 600 --seed 0")(seed_set)
+    command("bootstrap", group=group, epilog="Example: sws world bootstrap --steps 1500 --seed 0")(bootstrap)
+    command("accuracy", group=group,
+            epilog="Example: sws world accuracy --model runs/demo/train/initial/final")(accuracy)

@@ -1,0 +1,132 @@
+"""The built-in arithmetic world as the pipeline sees it (DESIGN §6): a seed set drawn from the problem families,
+a tiny policy warm-started locally, the rule-based oracle for every teacher role, and fresh held-out problems."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import StageResult, run_stage
+from sws.config import PipelineConfig
+from sws.run_dir import RunDir
+from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
+from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
+from sws.worlds.arith.settings import ArithSettings
+
+ORACLE = {"engine": "oracle", "model": "arith-oracle"}
+SEED_SET_STAGE = "seed_set"
+# Held-out problems come from seed streams the seed set never uses.
+HELDOUT_SEED_OFFSET = 7919
+WEAK_LIKE_SEED_OFFSET = 104729
+# Draws per weak problem to find a problem of its family that is in neither the seed set nor this set.
+FRESH_DRAWS = 50
+
+
+class ArithWorld(World):
+    name = "arith"
+    settings_model = ArithSettings
+    default_roles = {"extractor": ORACLE, "generator": ORACLE, "judges": [ORACLE], "labeler": ORACLE}
+    engines = {"oracle": "sws.worlds.arith.oracle:OracleEngine"}
+    categories = tuple(CATEGORIES)
+    teacher_note = (
+        "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
+        "the same prompts from the arithmetic world's rules (with configurable noise), so the prompts, parsers and "
+        "filters run for real, but no language model wrote or judged these problems."
+    )
+
+    def settings(self, cfg: PipelineConfig) -> ArithSettings:
+        return cfg.world_settings
+
+    def setup_steps(self) -> list[PipelineStep]:
+        return [PipelineStep("bootstrap policy", self.bootstrap_step), PipelineStep("seed set", self.seed_set_step)]
+
+    def bootstrap_step(self, cfg: PipelineConfig, run_dir: Path, force: bool) -> Path:
+        """Build (or reuse from ~/.cache/sws) the warm-started tiny policy that initial training starts from."""
+        return self.built_policy(cfg).build()
+
+    def seed_input(self, run_dir: Path) -> Path:
+        return RunDir(run_dir).seed_file(self.name)
+
+    def seed_set_step(self, cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
+        """Draw the seed problems (`arith.n_seed_problems` of `arith.seed_categories` and `arith.seed_levels`)
+        for `sws prepare` to read."""
+        from sws.worlds.arith.seed_set import write_seed_set
+
+        settings = self.settings(cfg)
+        path = self.seed_input(run_dir)
+
+        def body() -> StageResult:
+            count = write_seed_set(path, settings.n_seed_problems, cfg.seed, settings.seed_categories,
+                                   settings.seed_levels)
+            ui.info(f"seed set: {count} arith problems -> {path}")
+            return StageResult(SEED_SET_STAGE, rows={path.name: count})
+
+        config = {"n": settings.n_seed_problems, "seed": cfg.seed, "levels": settings.seed_levels,
+                  **({"categories": settings.seed_categories} if settings.seed_categories else {})}
+        return run_stage(run_dir, SEED_SET_STAGE, config=config, inputs=[], outputs=[path], body=body, force=force)
+
+    def policy_prompt(self, problem: str) -> dict[str, Any]:
+        # The tiny policy reads raw text and answers `\boxed{...}`.
+        return {"prompt": f"{problem}\n"}
+
+    def built_policy(self, cfg: PipelineConfig) -> BuiltPolicy:
+        from sws.worlds.arith.bootstrap import bootstrap_policy, cached_bootstrap_policy
+
+        settings = self.settings(cfg)
+        identity = {"bootstrap_steps": settings.bootstrap_steps, "misconception_rate": settings.misconception_rate}
+        return BuiltPolicy(
+            identity=identity,
+            build=lambda: bootstrap_policy(steps=settings.bootstrap_steps, seed=cfg.seed,
+                                           misconception_rate=settings.misconception_rate),
+            cached=lambda: cached_bootstrap_policy(settings.bootstrap_steps, cfg.seed, settings.misconception_rate),
+        )
+
+    def heldout_set(self, name: str, cfg: PipelineConfig, seed_problems: pl.DataFrame) -> pl.DataFrame | None:
+        """`arith`: fresh problems of each seed category, none of them a seed problem."""
+        if name != "arith":
+            return None
+        n_per_category = self.settings(cfg).n_eval_per_category
+        exclude = set(seed_problems["problem"])
+        rows = []
+        for category in sorted(set(seed_problems["category"])):
+            candidates = generate_problems(2 * n_per_category, seed=cfg.seed + HELDOUT_SEED_OFFSET,
+                                           categories=[category])
+            fresh = [p for p in candidates if p.problem not in exclude][:n_per_category]
+            rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
+                      "category": category} for i, p in enumerate(fresh)]
+        return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+
+    def weak_like_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame
+                      ) -> pl.DataFrame | None:
+        """For every weak problem, a fresh problem of its family (same shape, level and concepts)."""
+        if "family" not in problems.columns:
+            return None
+        families = {family.name: family for family in FAMILIES}
+        weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
+        rng = random.Random(cfg.seed + WEAK_LIKE_SEED_OFFSET)
+        taken = set(problems["problem"])
+        rows = []
+        for problem_id, family_name in weak.select("problem_id", "family").iter_rows():
+            candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
+            fresh = next((candidate for candidate in candidates if candidate.problem not in taken), None)
+            if fresh is None:
+                continue
+            taken.add(fresh.problem)
+            rows.append({"problem_id": f"like-{problem_id}", "problem": fresh.problem, "answer": fresh.answer,
+                         "category": fresh.category})
+        return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+
+    def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
+        return {"n_eval_per_category": self.settings(cfg).n_eval_per_category}
+
+    def add_commands(self, group: Any, command: Any) -> None:
+        from sws.worlds.arith.commands import add_commands
+
+        add_commands(group, command)
+
+
+WORLD = ArithWorld()
