@@ -58,8 +58,9 @@ class World:
     settings_model: ClassVar[type | None] = None
     # Engine settings for each teacher role a pipeline leaves out; empty: the pipeline must name real models.
     default_roles: ClassVar[dict[str, Any]] = {}
-    # Engines only this world can serve ({engine name: "module:Class"}), like the arith world's rule-based oracle.
-    engines: ClassVar[dict[str, str]] = {}
+    # Engines only this world can serve ({engine name: "module:Class" or the class}), like the arith world's
+    # rule-based oracle.
+    engines: ClassVar[dict[str, Any]] = {}
     # Category spellings `sws prepare` prefers when it meets another spelling of one of them.
     categories: ClassVar[tuple[str, ...]] = ()
     # A sentence for the report when one of `engines` played a teacher role (`{roles}` is replaced).

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Request
+from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import CachedEngine, cache_identity, request_key
 
 IDENTITY = {"engine": "counting", "model": "echo", "model_fingerprint": None, "options": {}}
 
 
-class CountingEngine:
+class CountingEngine(Engine):
     """Answers deterministically from the request and counts every request it is sent; can die after k calls."""
 
     name = "counting"

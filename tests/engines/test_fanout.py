@@ -8,12 +8,12 @@ import pytest
 
 from sws.config import EngineConfig
 from sws.engines import Request, make_engine
-from sws.engines.base import Completion
+from sws.engines.base import Completion, Engine
 from sws.engines.fanout import SampleFanOut, fan_out, read_n_mode
 from sws.errors import UserError
 
 
-class OneChoiceServer:
+class OneChoiceServer(Engine):
     """Like llama.cpp's server: accepts n and returns one choice, which depends on the request's seed."""
 
     name = "one-choice"

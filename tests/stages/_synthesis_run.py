@@ -12,7 +12,7 @@ import yaml
 
 from sws.artifacts import write_table
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Completion, Request
+from sws.engines import Completion, Engine, Request
 from sws.run_dir import RunDir
 from sws.worlds.arith import generate_problems
 
@@ -110,7 +110,7 @@ def noisy_oracle_config(judge_error: float = 0.1, labeler_error: float = 0.2, **
     return config
 
 
-class ScriptedEngine:
+class ScriptedEngine(Engine):
     """Answers each request with `respond(request, sample_index)`; records what it was asked."""
 
     name = "scripted"
@@ -137,10 +137,10 @@ def use_engines(monkeypatch: pytest.MonkeyPatch, engines: dict[str, ScriptedEngi
 
     real = sws.engines.make_engine
 
-    def make_engine(cfg: EngineConfig, run_dir: Path | None = None):
+    def make_engine(cfg: EngineConfig, cache: Path | None = None):
         if cfg.model not in engines:
-            return real(cfg, run_dir)
-        return CachedEngine(engines[cfg.model], Path(run_dir) / "cache" / "requests.sqlite", cache_identity(cfg))
+            return real(cfg, cache)
+        return CachedEngine(engines[cfg.model], cache, cache_identity(cfg))
 
     monkeypatch.setattr(sws.engines, "make_engine", make_engine)
 

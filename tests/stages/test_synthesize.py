@@ -199,7 +199,7 @@ def test_the_failures_of_real_models_are_caught_end_to_end(tmp_path: Path) -> No
 
 
 def test_roles_with_the_same_engine_settings_share_one_engine_per_run(tmp_path: Path, monkeypatch) -> None:
-    from sws.engines import oracle
+    from sws.worlds.arith import oracle
 
     builds: list[str] = []
     real_init = oracle.OracleEngine.__init__

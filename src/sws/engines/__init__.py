@@ -39,6 +39,8 @@ def engine_class(name: str) -> type[Engine]:
             f"engine '{name}' is not known (field 'engine' of a role in the pipeline config); "
             f"use one of: {', '.join(sorted(known))}"
         )
+    if not isinstance(known[name], str):
+        return known[name]
     module_name, class_name = known[name].split(":")
     return getattr(importlib.import_module(module_name), class_name)
 

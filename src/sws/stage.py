@@ -1,0 +1,89 @@
+"""Stages: one declaration each, read by the CLI, `sws run`, preflight, read errors and the report.
+
+A stage module (`sws/stages/<name>.py`) declares `STAGE = Stage(...)`: its name (also its module's and its
+manifest's), the tables it reads and writes, the teacher roles it calls, the config section it reads, the
+command-line options that set that section's fields, and its compute function `run(cfg, run_dir, force)`.
+A module that holds several stages (training: initial, augmented, baseline) declares `STAGES`.
+
+`STAGE_MODULES` lists the modules in the method's order, by name, so this module imports none of them.
+Adding a stage is its module with its declaration and one name here; a stage without special options gets
+its command (`sws <name> --run DIR`) from the declaration.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+STAGE_MODULES = (
+    "prepare", "ingest", "train", "identify", "extract", "combine", "generate", "rate", "label", "filter",
+    "mix", "export", "evaluate", "report",
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option that sets config field `field` (dotted, e.g. `identify.max_acc`)."""
+
+    field: str
+    help: str
+    type: type = str
+    # The option's spelling when it is not `--<last part of field>`; two spellings for a bool: "--strict/--inclusive".
+    flag: str | None = None
+
+    @property
+    def flags(self) -> str:
+        return self.flag or "--" + self.field.rsplit(".", 1)[-1].replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    summary: str
+    run: Callable[..., Any]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    # The teacher roles it calls (checked before any model is called).
+    roles: tuple[str, ...] = ()
+    # The config section whose settings decide what it computes.
+    section: str | None = None
+    # Sends model calls and grading through `executor` (local or Ray).
+    uses_executor: bool = False
+    # A sub-step of `sws synthesize` (run by it, in `STAGE_MODULES` order).
+    synthesis_step: bool = False
+    # It records a funnel row (rows in, kept, rejected by reason) in its manifest.
+    funnel: bool = False
+    # The command that runs it; None: `sws <name>`, made from this declaration with `options`.
+    command: str | None = None
+    options: tuple[Option, ...] = field(default_factory=tuple)
+    example: str = ""
+
+    @property
+    def how_to_run(self) -> str:
+        return self.command or f"sws {self.name}"
+
+
+@functools.cache
+def all_stages() -> tuple[Stage, ...]:
+    """Every declared stage, in the method's order."""
+    stages: list[Stage] = []
+    for module_name in STAGE_MODULES:
+        module = importlib.import_module(f"sws.stages.{module_name}")
+        stages.extend(getattr(module, "STAGES", None) or [module.STAGE])
+    return tuple(stages)
+
+
+def get_stage(name: str) -> Stage:
+    return next(stage for stage in all_stages() if stage.name == name)
+
+
+def synthesis_steps() -> tuple[Stage, ...]:
+    return tuple(stage for stage in all_stages() if stage.synthesis_step)
+
+
+def producer_of(table: str) -> str | None:
+    """The command that writes `table`, for an error that finds it missing."""
+    return next((stage.how_to_run for stage in all_stages() if table in stage.writes), None)
