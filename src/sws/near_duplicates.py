@@ -22,7 +22,8 @@ _SPACE_AROUND_SYMBOL = re.compile(r"\s*([^\w\s])\s*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def normalize_problem(text: str) -> str:
+def problem_key(text: str) -> str:
+    """What two spellings of one problem share: the one rule for duplicates in prepare, generate and mix."""
     text = _SPACE.sub(" ", text.casefold()).strip()
     text = _SPACE_AROUND_SYMBOL.sub(r"\1", text)
     return text.rstrip(".?!$ ").strip()
@@ -63,13 +64,13 @@ class NearDuplicateIndex:
         return len(self._exact)
 
     def add(self, text: str, source: str) -> None:
-        normalized = normalize_problem(text)
+        normalized = problem_key(text)
         self._exact.setdefault(normalized, source)
         if len(normalized) >= self.min_chars:
             self._by_numbers[numbers_key(normalized)].append(_Entry(shingles(normalized), source))
 
     def find(self, text: str) -> str | None:
-        normalized = normalize_problem(text)
+        normalized = problem_key(text)
         if normalized in self._exact:
             return self._exact[normalized]
         if len(normalized) < self.min_chars:

@@ -24,6 +24,7 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig
 from sws.funnel import funnel_row
+from sws.near_duplicates import problem_key
 
 STEP = "mix"
 
@@ -34,19 +35,15 @@ def synthetic_source(cfg: PipelineConfig) -> str:
     return f"syn/{cfg.roles.generator.model}"
 
 
-def normalized_text(problem: str) -> str:
-    return " ".join(problem.lower().split())
-
-
 def mix(problems: pl.DataFrame, filtered: pl.DataFrame, source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return (augmented, rejected synthetic rows with `reject_reason`)."""
     seed = problems.select(AUGMENTED_COLUMNS)
-    seen_texts = {normalized_text(text) for text in seed["problem"]}
+    seen_texts = {problem_key(text) for text in seed["problem"]}
     seed_texts = set(seen_texts)
     seen_ids = set(seed["problem_id"])
     kept, rejected = [], []
     for row in filtered.iter_rows(named=True):
-        text = normalized_text(row["problem"])
+        text = problem_key(row["problem"])
         if text in seed_texts:
             rejected.append({**row, "reject_reason": "duplicate_of_seed"})
         elif text in seen_texts:

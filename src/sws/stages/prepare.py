@@ -2,8 +2,9 @@
 
 Output columns: `problem_id, problem, answer, category, source`, then the input's other fields unchanged (a field
 whose name is taken by an output column is kept as `original_<name>`). Rows with an empty problem, a missing answer,
-a category outside `prepare.categories`, a repeated problem text (whitespace collapsed) or a repeated id go to
-`problems.rejected.parquet` with a `reject_reason`; of repeats, the first copy stays.
+a category outside `prepare.categories`, a repeated problem (`sws.near_duplicates.problem_key`: case, spacing and
+closing punctuation ignored, the rule generate and mix use too) or a repeated id go to `problems.rejected.parquet`
+with a `reject_reason`; of repeats, the first copy stays.
 
 - Fields: `prepare.problem_field` / `answer_field` / `category_field` / `id_field`, else the preset's, else the
   first present of `GENERIC_FIELDS`. A preset (`PRESETS`) is taken from `prepare.preset`, or guessed from the file
@@ -41,6 +42,7 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig, PrepareConfig
 from sws.errors import UserError
+from sws.near_duplicates import problem_key
 from sws.rollouts import TEXT_FIELDS, normalise_text, read_records
 from sws.world import all_worlds
 
@@ -265,7 +267,7 @@ def split_rejected(table: pl.DataFrame, allowed_categories: set[str]) -> tuple[p
         (EMPTY_PROBLEM, lambda rows: _blank(rows["problem"])),
         (MISSING_ANSWER, lambda rows: _blank(rows["answer"])),
         (CATEGORY_NOT_ALLOWED, lambda rows: ~rows["category"].is_in(list(allowed_categories))),
-        (DUPLICATE_PROBLEM, lambda rows: ~rows["problem"].map_elements(normalise_text, return_dtype=pl.Utf8)
+        (DUPLICATE_PROBLEM, lambda rows: ~rows["problem"].map_elements(problem_key, return_dtype=pl.Utf8)
          .is_first_distinct()),
         (DUPLICATE_ID, lambda rows: ~rows["problem_id"].is_first_distinct()),
     ]
