@@ -30,7 +30,8 @@ from sws import ui
 from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig, load_config
 from sws.llm_calls import request_seed, role_request, shared_engines
-from sws.stages import difficulty, identify, synthesize
+from sws.stages import filter as filter_stage
+from sws.stages import identify, synthesize
 from sws.worlds.arith import generate_problems
 
 PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "demo.yaml"
@@ -66,7 +67,7 @@ def overhead(cfg: PipelineConfig, base: Path) -> Table:
         run_dir = base / kind
         identified_run(cfg, run_dir)
         step_cfg = with_executor(cfg, kind)
-        for name, step in (("synthesis", synthesize.run), ("filter", difficulty.run)):
+        for name, step in (("synthesis", synthesize.run), ("filter", filter_stage.run)):
             started = time.perf_counter()
             step(step_cfg, run_dir)
             seconds[name, kind] = time.perf_counter() - started

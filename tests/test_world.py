@@ -16,7 +16,8 @@ from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig
 from sws.engines import Completion, Engine, Request
 from sws.errors import UserError
-from sws.stages import difficulty, identify, prepare, synthesize
+from sws.stages import filter as filter_stage
+from sws.stages import identify, prepare, synthesize
 from sws.world import World, get_world, register_world, world_names
 
 WORDS = ("banana", "orchard", "pistachio", "kumquat", "tangerine", "avocado", "rhubarb", "quince", "apricot",
@@ -133,7 +134,7 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
     assert labeled.height > 0 and set(labeled["category"]) == {"vowels"}
     assert all(answer == true_answer(problem) for problem, answer in labeled.select("problem", "answer").iter_rows())
 
-    difficulty.run(cfg, run_dir)
+    filter_stage.run(cfg, run_dir)
     scored, filtered = read_table(run_dir, "scored"), read_table(run_dir, "filtered")
     assert scored.height == labeled.height and (scored["n"] == 4).all()
     assert filtered.height > 0

@@ -27,6 +27,7 @@ import polars as pl
 from sws import ui
 from sws.errors import UserError
 from sws.run_dir import RunDir
+from sws.stage import producer_of
 
 STR = pl.Utf8
 INT = pl.Int64
@@ -78,28 +79,6 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     },
     "eval/weakness": {"checkpoint": STR, "category": STR, "n_weak": INT, "n_solved": INT, "solved": FLOAT},
 }
-
-# The command that writes each artifact, named when a later stage finds it missing.
-PRODUCERS: dict[str, str] = {
-    "problems": "sws prepare",
-    "rollouts": "sws train initial (or sws ingest)",
-    "weakness": "sws identify",
-    "categories": "sws identify",
-    "concepts": "sws synthesize --steps extract",
-    "concept_sets": "sws synthesize --steps combine",
-    "synthetic": "sws synthesize --steps generate",
-    "rated": "sws synthesize --steps rate",
-    "labeled": "sws synthesize --steps label",
-    "scored": "sws filter",
-    "filtered": "sws filter",
-    "augmented": "sws mix",
-    **{f"train/{kind}/curve": f"sws train {kind}" for kind in TRAIN_KINDS},
-    **{f"train/{kind}/rollouts": f"sws train {kind}" for kind in TRAIN_KINDS[1:]},
-    "eval/problems": "sws eval",
-    "eval/benchmarks": "sws eval",
-    "eval/weakness": "sws eval",
-}
-
 
 # Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own
 # concept_sets, synthetic, rated, labeled and scored tables, and manifests of its steps, under adapt/round-<r>/.
@@ -308,7 +287,7 @@ def read_table(run_dir: Path, name: str) -> pl.DataFrame:
     """Read and validate artifact `name`; a missing file names the command that makes it."""
     path = table_path(run_dir, name)
     if not path.exists():
-        producer = "sws filter" if ROUND_PREFIX.match(name) else PRODUCERS[name]
+        producer = "sws filter" if ROUND_PREFIX.match(name) else producer_of(name)
         raise UserError(f"{path}: not found; run `{producer} --run {run_dir}` first")
     df = read_parquet(path)
     check_schema(df, name, path)

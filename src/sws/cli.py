@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -16,6 +17,7 @@ from sws.config import PipelineConfig, load_run_config, role_config, save_run_co
 from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.run_lock import run_lock
+from sws.stage import Stage, all_stages
 from sws.world import all_worlds, get_world
 
 app = typer.Typer(
@@ -181,25 +183,6 @@ def ingest(
     }, lambda cfg: stage.run(cfg, run, force=force), "ingest")
 
 
-@command(epilog="Example: sws identify --run runs/demo --max-acc 0.5 --min-records 2")
-def identify(
-    run: RunOpt,
-    max_acc: Annotated[float | None, typer.Option(help="Weak if max accuracy is at most this (default 0.5).")] = None,
-    max_slope: Annotated[float | None, typer.Option(help="Weak if the OLS slope is at most this (default 0).")] = None,
-    strict: Annotated[bool | None, typer.Option("--strict/--inclusive", help="Use < instead of <=.")] = None,
-    min_records: Annotated[int | None, typer.Option(help="Problems with fewer records are not weak.")] = None,
-    config: PipelineOpt = None,
-    force: ForceOpt = False,
-) -> None:
-    """Find the problems the policy keeps failing and each category's synthesis budget share."""
-    from sws.stages import identify as stage
-
-    run_command(run, config, {
-        "identify.max_acc": max_acc, "identify.max_slope": max_slope, "identify.strict": strict,
-        "identify.min_records": min_records,
-    }, lambda cfg: stage.run(cfg, run, force=force))
-
-
 @command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine --budget 100")
 def synthesize(
     run: RunOpt,
@@ -261,19 +244,11 @@ def filter_by_difficulty(
 
     With synthesize.adapt_rounds > 0, problems it never solves first go back to the generator for easier ones
     (rated, labeled and scored in turn), up to that many rounds; filtered.parquet records each one's round."""
-    from sws.stages import difficulty as stage
+    from sws.stages import filter as stage
 
     run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts,
                               "executor.kind": executor},
                 lambda cfg: stage.run(cfg, run, force=force), "filter")
-
-
-@command(epilog="Example: sws mix --run runs/demo")
-def mix(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> None:
-    """Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter."""
-    from sws.stages import mix as stage
-
-    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet")
@@ -311,14 +286,6 @@ def evaluate(
     run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
                               "executor.kind": executor},
                 lambda cfg: stage.run(cfg, run, force=force), "eval")
-
-
-@command(epilog="Example: sws report --run runs/demo")
-def report(run: RunOpt, config: PipelineOpt = None, force: ForceOpt = False) -> None:
-    """Write report.html: one self-contained page with every plot and table of the run."""
-    from sws.stages import report as stage
-
-    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force))
 
 
 @command(epilog="Example: sws sample --run runs/demo --role policy --prompt 'Compute 47+85.' -n 4")
@@ -387,6 +354,33 @@ def run_pipeline(
         cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor})
         runner.run(cfg, run, force=force, source=pipeline)
     runner.print_headline(run)
+
+
+def declared_command(stage: Stage) -> None:
+    """`sws <stage> --run DIR [options] [--config FILE] [--force]`, made from the stage's declaration: each of
+    its options sets one config field."""
+    names = {option.field: option.field.replace(".", "_") for option in stage.options}
+    parameters = [
+        inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, annotation=RunOpt),
+        *(inspect.Parameter(names[option.field], inspect.Parameter.KEYWORD_ONLY, default=None,
+                            annotation=Annotated[option.type | None, typer.Option(option.flags, help=option.help)])
+          for option in stage.options),
+        inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=PipelineOpt),
+        inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=ForceOpt),
+    ]
+
+    def run_declared(run: Path, config: Path | None, force: bool, **options: Any) -> None:
+        overrides = {field: options[name] for field, name in names.items()}
+        run_command(run, config, overrides, lambda cfg: stage.run(cfg, run, force=force), stage.name)
+
+    run_declared.__signature__ = inspect.Signature(parameters)
+    run_declared.__doc__ = stage.summary
+    command(stage.name, epilog=f"Example: {stage.example}" if stage.example else None)(run_declared)
+
+
+for declared in all_stages():
+    if declared.command is None:
+        declared_command(declared)
 
 
 world_app = typer.Typer(

@@ -1,14 +1,14 @@
 """`sws run PIPELINE.yaml`: every stage of the method in order, each skipped when its manifest is current.
 
-The world's setup steps first (arith: bootstrap policy → seed set), then prepare → train initial → identify → synthesize → filter → mix →
-export verl → train augmented and baseline (side by side on a CPU with two cores) → eval → report. The math
-world starts at prepare (the seed file is `prepare.input`). The run ends with the headline: the share of the
-previously weak problems each policy solves, per category.
+The world's setup steps first (arith: bootstrap policy → seed set; the math world has none, its seed file is
+`prepare.input`), then the declared stages (`sws.stage`): prepare → train initial → identify → synthesize →
+filter → mix → export verl → train augmented and baseline (side by side on a CPU with two cores) → eval →
+report. The run ends with the headline: the share of the previously weak problems each policy solves, per
+category.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,8 @@ from rich.table import Table
 from sws import preflight, ui
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
-from sws.stages import difficulty, evaluate, export, identify, mix, prepare, report, synthesize, train
+from sws.stage import run_stages, synthesis_steps
+from sws.stages import evaluate
 from sws.world import PipelineStep, get_world
 
 
@@ -32,19 +33,9 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
 
 
 def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
-    return [
-        *get_world(cfg.world).setup_steps(),
-        PipelineStep("prepare", prepare.run),
-        PipelineStep("train initial", functools.partial(train.run, kind="initial")),
-        PipelineStep("identify", identify.run),
-        PipelineStep("synthesize", synthesize.run),
-        PipelineStep("filter", difficulty.run),
-        PipelineStep("mix", mix.run),
-        PipelineStep("export verl", export.run),
-        PipelineStep("train augmented and baseline", train.run_continuations),
-        PipelineStep("eval", evaluate.run),
-        PipelineStep("report", report.run),
-    ]
+    """The world's setup steps, then every declared stage `sws run` runs, in the method's order."""
+    return [*get_world(cfg.world).setup_steps(),
+            *(PipelineStep(stage.title or stage.name, stage.run) for stage in run_stages())]
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | str | None = None) -> None:
@@ -52,7 +43,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
 
     Every check that needs no model runs first; `config.yaml` is written after each step that succeeds.
     """
-    preflight.check(cfg, "run", source or "pipeline", synthesize.STEPS)
+    preflight.check(cfg, "run", source or "pipeline", [stage.name for stage in synthesis_steps()])
     cfg = with_seed_input(cfg, run_dir)
     steps = pipeline_steps(cfg)
     started = time.perf_counter()

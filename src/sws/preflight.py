@@ -9,12 +9,8 @@ from pathlib import Path
 
 from sws.config import PipelineConfig, require_roles
 from sws.errors import UserError
+from sws.stage import all_stages, get_stage
 
-# The teacher roles each synthesis step calls.
-STEP_ROLES = {"extract": ("extractor",), "combine": (), "generate": ("generator",), "rate": ("judges",),
-              "label": ("labeler",)}
-# Commands whose stages send model calls and grading through `executor` (the others are local polars work).
-EXECUTOR_COMMANDS = ("synthesize", "filter", "eval", "run")
 # Settings naming files that a command reads only after model calls (its first stage checks the others).
 COMMAND_FILES = {
     "synthesize": ("synthesize.reference_files", "synthesize.prompt_dir"),
@@ -39,7 +35,8 @@ def check_files(cfg: PipelineConfig, command: str, source: Path | str) -> None:
 
 def check_executor(cfg: PipelineConfig, command: str) -> None:
     """On Ray: the cluster answers, and has the GPUs each role asks for (`executor.roles.<role>.gpus`)."""
-    if cfg.executor.kind != "ray" or command not in EXECUTOR_COMMANDS:
+    uses_executor = command == "run" or any(stage.uses_executor for stage in all_stages() if stage.name == command)
+    if cfg.executor.kind != "ray" or not uses_executor:
         return
     from sws.executors.ray_cluster import check_gpus, connect
 
@@ -50,6 +47,6 @@ def check_executor(cfg: PipelineConfig, command: str) -> None:
 
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
-    require_roles(cfg, [role for step in steps for role in STEP_ROLES[step]], source)
+    require_roles(cfg, [role for step in steps for role in get_stage(step).roles], source)
     check_files(cfg, command, source)
     check_executor(cfg, command)

@@ -1,13 +1,15 @@
 """Stages: one declaration each, read by the CLI, `sws run`, preflight, read errors and the report.
 
-A stage module (`sws/stages/<name>.py`) declares `STAGE = Stage(...)`: its name (also its module's and its
-manifest's), the tables it reads and writes, the teacher roles it calls, the config section it reads, the
-command-line options that set that section's fields, and its compute function `run(cfg, run_dir, force)`.
-A module that holds several stages (training: initial, augmented, baseline) declares `STAGES`.
+A stage module (`sws/stages/<name>.py`) declares `DECLARED = (Stage(...),)`: the stage's name (also its
+module's and its manifest's), the tables it reads and writes, the teacher roles it calls, the config section
+it reads, the command-line options that set that section's fields, and its compute function
+`run(cfg, run_dir, force)`. The training module declares its runs in two groups, since `sws run` trains the
+initial policy early and the other two late.
 
-`STAGE_MODULES` lists the modules in the method's order, by name, so this module imports none of them.
-Adding a stage is its module with its declaration and one name here; a stage without special options gets
-its command (`sws <name> --run DIR`) from the declaration.
+`STAGE_MODULES` lists the modules in the method's order, by name, so this module imports none of them; an
+entry `module:GROUP` takes that module's declarations `GROUP` instead of `DECLARED`. `sws run` runs the
+stages with `in_run` in this order. Adding a stage is its module with its declaration and one entry here; a
+stage without a command of its own gets `sws <name> --run DIR [options]` made from its declaration.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STAGE_MODULES = (
-    "prepare", "ingest", "train", "identify", "extract", "combine", "generate", "rate", "label", "filter",
-    "mix", "export", "evaluate", "report",
+    "prepare", "ingest", "train:DECLARED_INITIAL", "identify", "extract", "combine", "generate", "rate", "label",
+    "synthesize", "score", "filter", "mix", "export", "train:DECLARED_CONTINUATIONS", "evaluate", "report",
 )
 
 
@@ -60,6 +62,10 @@ class Stage:
     command: str | None = None
     options: tuple[Option, ...] = field(default_factory=tuple)
     example: str = ""
+    # Run by `sws run` (else by another stage, as synthesize runs extract, or only by its own command).
+    in_run: bool = True
+    # The step's name in `sws run`'s progress (default: the name).
+    title: str = ""
 
     @property
     def how_to_run(self) -> str:
@@ -70,9 +76,9 @@ class Stage:
 def all_stages() -> tuple[Stage, ...]:
     """Every declared stage, in the method's order."""
     stages: list[Stage] = []
-    for module_name in STAGE_MODULES:
-        module = importlib.import_module(f"sws.stages.{module_name}")
-        stages.extend(getattr(module, "STAGES", None) or [module.STAGE])
+    for entry in STAGE_MODULES:
+        module_name, _, group = entry.partition(":")
+        stages.extend(getattr(importlib.import_module(f"sws.stages.{module_name}"), group or "DECLARED"))
     return tuple(stages)
 
 
@@ -80,10 +86,19 @@ def get_stage(name: str) -> Stage:
     return next(stage for stage in all_stages() if stage.name == name)
 
 
+def run_stages() -> tuple[Stage, ...]:
+    """What `sws run` runs, in order."""
+    return tuple(stage for stage in all_stages() if stage.in_run)
+
+
 def synthesis_steps() -> tuple[Stage, ...]:
     return tuple(stage for stage in all_stages() if stage.synthesis_step)
 
 
-def producer_of(table: str) -> str | None:
-    """The command that writes `table`, for an error that finds it missing."""
-    return next((stage.how_to_run for stage in all_stages() if table in stage.writes), None)
+def producer_of(table: str) -> str:
+    """The command that writes `table`, for an error that finds it missing: the one `sws run` runs first."""
+    writers = sorted((stage for stage in all_stages() if table in stage.writes), key=lambda stage: not stage.in_run)
+    commands = list(dict.fromkeys(stage.how_to_run for stage in writers))
+    if not commands:
+        raise KeyError(f"no stage declares that it writes '{table}'")
+    return commands[0] + (f" (or {' or '.join(commands[1:])})" if len(commands) > 1 else "")

@@ -31,7 +31,8 @@ from sws.config import PipelineConfig
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
 from sws.grading import grade_answer_pairs
-from sws.stages import difficulty, evaluate
+from sws.stages import evaluate
+from sws.stages import filter as filter_stage
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -58,7 +59,7 @@ def filter_settings(shard_size: int, address: str | None = None) -> dict:
 
 def filter_locally(run_dir: Path, n: int) -> Path:
     write_labeled(run_dir, n=n)
-    difficulty.run(PipelineConfig.model_validate(filter_settings(shard_size=4)), run_dir)
+    filter_stage.run(PipelineConfig.model_validate(filter_settings(shard_size=4)), run_dir)
     return run_dir
 
 
@@ -102,7 +103,7 @@ def test_more_replicas_than_the_cluster_can_place_run_on_the_room_there_is_and_s
     settings = filter_settings(shard_size=4, address=ray_cluster)
     settings["executor"]["roles"] = {"policy": {"replicas": 8}}
 
-    difficulty.run(PipelineConfig.model_validate(settings), tmp_path / "ray")
+    filter_stage.run(PipelineConfig.model_validate(settings), tmp_path / "ray")
 
     assert_same_table("filtered", local, tmp_path / "ray")
     said = " ".join(capsys.readouterr().err.split())
@@ -144,7 +145,7 @@ def test_a_worker_killed_mid_step_is_retried_and_the_artifacts_are_complete_with
 
     killer = threading.Thread(target=kill_the_engine_worker_once_it_has_answered_a_shard)
     killer.start()
-    difficulty.run(PipelineConfig.model_validate(filter_settings(shard_size=1) | {"executor": {"kind": "ray"}}),
+    filter_stage.run(PipelineConfig.model_validate(filter_settings(shard_size=1) | {"executor": {"kind": "ray"}}),
                    run_dir)
     killer.join()
 
@@ -204,7 +205,7 @@ def processes_named(fragment: str) -> list[int]:
 def test_shard_markers_record_how_many_requests_their_shard_answers(tmp_path, ray_cluster):
     write_labeled(tmp_path, n=6)
 
-    difficulty.run(PipelineConfig.model_validate(filter_settings(shard_size=4) | {"executor": {"kind": "ray"}}),
+    filter_stage.run(PipelineConfig.model_validate(filter_settings(shard_size=4) | {"executor": {"kind": "ray"}}),
                    tmp_path)
 
     counts = sorted(json.loads(path.read_text())["requests"] for path in shards_dir(tmp_path).glob("*.done"))

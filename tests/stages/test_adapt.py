@@ -12,7 +12,7 @@ from _synthesis_run import ScriptedEngine, use_engines, write_identified_run
 
 from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig
-from sws.stages import difficulty
+from sws.stages import filter as filter_stage
 from sws.worlds.arith import solve
 from sws.worlds.arith.families import FAMILY_BY_NAME, sample_problem
 
@@ -71,7 +71,7 @@ def test_problems_never_solved_come_back_easier_and_the_band_keeps_them(tmp_path
     labeled = write_round_zero(tmp_path)
     scripted_policy(monkeypatch)
 
-    result = difficulty.run(adapt_config(rounds=1, harder=True), tmp_path)
+    result = filter_stage.run(adapt_config(rounds=1, harder=True), tmp_path)
 
     requests = read_table(tmp_path, "adapt/round-1/concept_sets")
     never = set(labeled.filter(pl.col("problem").str.contains("-") & (pl.col("level") == "hard"))["syn_id"])
@@ -95,14 +95,14 @@ def test_a_rerun_skips_every_round_and_no_rounds_is_one_pass(tmp_path: Path, mon
     write_identified_run(tmp_path)
     write_round_zero(tmp_path)
     policy = scripted_policy(monkeypatch)
-    difficulty.run(adapt_config(rounds=2, harder=False), tmp_path)
+    filter_stage.run(adapt_config(rounds=2, harder=False), tmp_path)
     asked = len(policy.requests)
     first = read_table(tmp_path, "filtered")
 
-    again = difficulty.run(adapt_config(rounds=2, harder=False), tmp_path)
+    again = filter_stage.run(adapt_config(rounds=2, harder=False), tmp_path)
 
     assert again.skipped and len(policy.requests) == asked
     assert read_table(tmp_path, "filtered").equals(first)
     assert (tmp_path / "manifests" / "adapt" / "round-2" / "score.json").is_file()
-    single = difficulty.run(adapt_config(rounds=0, harder=False), tmp_path)
+    single = filter_stage.run(adapt_config(rounds=0, harder=False), tmp_path)
     assert single.info["kept_per_round"] == {"0": 0} and read_table(tmp_path, "filtered").height == 0

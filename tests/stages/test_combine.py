@@ -125,13 +125,13 @@ def test_missing_concepts_names_the_command(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
-    from sws.stages import concepts
+    from sws.stages import extract
 
     write_identified_run(tmp_path)
     config = PipelineConfig()
     config.synthesize.budget = 30
     config.synthesize.set_size = 3
-    concepts.run(config, tmp_path)
+    extract.run(config, tmp_path)
     combine.run(config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
     listed = read_table(tmp_path, "concepts")

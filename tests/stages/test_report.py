@@ -10,7 +10,8 @@ from sws.artifacts import SCHEMAS, StageResult, run_stage, write_rejected, write
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
 from sws.run_dir import RunDir
-from sws.stages import difficulty, evaluate, report
+from sws.stages import evaluate, report
+from sws.stages import filter as filter_stage
 
 CATEGORIES = ["addition", "remainders"]
 
@@ -52,7 +53,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_rejected(tmp_path, "filtered", filtered.with_columns(
         pl.Series("syn_id", ["x3", "x4"]), pl.Series("accuracy", [0.0, 1.0]),
         pl.lit("outside_band").alias("reject_reason")))
-    difficulty.plot_accuracies([0.25, 0.75, 0.0, 1.0], (0.25, 0.75), 8, RunDir(tmp_path).plots / difficulty.PLOT_NAME)
+    filter_stage.plot_accuracies([0.25, 0.75, 0.0, 1.0], (0.25, 0.75), 8, RunDir(tmp_path).plots / filter_stage.PLOT_NAME)
     for kind, level in (("initial", 0.3), ("baseline", 0.5), ("augmented", 0.6)):
         write_table(tmp_path, f"train/{kind}/curve", pl.DataFrame({
             "step": [1, 2, 3], "reward": [level, level + 0.1, level + 0.2], "reward_std": [0.1] * 3,

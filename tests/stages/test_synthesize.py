@@ -33,8 +33,8 @@ def test_cli_runs_every_step_and_prints_the_funnel(tmp_path: Path) -> None:
     for problem, answer in zip(labeled["problem"], labeled["answer"], strict=True):
         assert solve(problem).kind == "ok"
         assert answer is not None
-    funnel = read_funnel(run, list(synthesize.STEPS))
-    assert [row.step for row in funnel] == list(synthesize.STEPS)
+    funnel = read_funnel(run, list(synthesize.declared_steps()))
+    assert [row.step for row in funnel] == list(synthesize.declared_steps())
     for previous, row in zip(funnel, funnel[1:], strict=False):
         if row.step != "combine":
             assert row.rows_in == previous.kept
@@ -66,7 +66,7 @@ def test_rerun_skips_every_current_step(tmp_path: Path) -> None:
     first = synthesize.run(config, tmp_path)
     again = synthesize.run(config, tmp_path)
     assert again.info["funnel"] == first.info["funnel"]
-    assert all(read_manifest(tmp_path, step) is not None for step in synthesize.STEPS)
+    assert all(read_manifest(tmp_path, step) is not None for step in synthesize.declared_steps())
     # a changed setting reruns its step and the steps after it (their inputs changed)
     config.roles.judges = [EngineConfig(options={"judge_error": 1.0})]
     changed = synthesize.run(config, tmp_path, steps=["rate", "label"])
@@ -108,7 +108,7 @@ def test_unknown_step_is_rejected_before_anything_is_written(tmp_path: Path) -> 
 
 def test_parse_steps() -> None:
     assert synthesize.parse_steps("label, extract") == ["extract", "label"]
-    assert synthesize.parse_steps(None) == list(synthesize.STEPS)
+    assert synthesize.parse_steps(None) == list(synthesize.declared_steps())
     with pytest.raises(UserError):
         synthesize.parse_steps(" , ")
 
@@ -155,7 +155,7 @@ def test_every_step_runs_on_the_hf_engine_with_the_tiny_policy(tmp_path: Path) -
     assert funnels["policy"]["label"]["rejected"].get("student_disagrees", 0) > 0
     for name in FILTERS:
         assert read_parquet(rejected_path(run, name))["reject_reason"].null_count() == 0
-    for row in read_funnel(run, list(synthesize.STEPS)):
+    for row in read_funnel(run, list(synthesize.declared_steps())):
         assert row.rows_in == row.kept + sum(row.rejected.values())
 
 
@@ -184,7 +184,7 @@ def test_the_failures_of_real_models_are_caught_end_to_end(tmp_path: Path) -> No
     said = " ".join(result.output.split())
     assert said.count("sending n single-choice requests") == 1
     assert "hit max_tokens" in said and "roles.generator.max_tokens" in said
-    funnel = {row.step: row for row in read_funnel(run, list(synthesize.STEPS))}
+    funnel = {row.step: row for row in read_funnel(run, list(synthesize.declared_steps()))}
     assert funnel["generate"].rejected.get("truncated", 0) > 0 and funnel["label"].truncated > 0
     rated = read_table(run, "rated")
     assert all(not shows_solution(problem) and "\\boxed" not in problem for problem in rated["problem"])

@@ -1,7 +1,7 @@
 """Difficulty-adaptive regeneration (synthesize.adapt_rounds): the steps of one round, run by `sws filter`.
 
 The difficulty band drops every problem the policy never solves, and those are often the ones on the concepts
-it lacks most. After the policy has scored a round's labeled problems (`sws.stages.difficulty`), round r >= 1
+it lacks most. After the policy has scored a round's labeled problems (`sws.stages.score`), round r >= 1
 sends each problem of round r - 1 that it never solved (accuracy 0) back to the generator with its concepts
 and a request for an easier problem than it; with synthesize.adapt_harder, each problem it always solved
 (accuracy 1) asks for a harder one. Those requests are round r's concept sets

@@ -33,6 +33,7 @@ from sws.embeddings import embed_texts
 from sws.errors import UserError
 from sws.funnel import funnel_row
 from sws.llm_calls import request_seed
+from sws.stage import Stage
 
 STEP = "combine"
 
@@ -132,3 +133,9 @@ def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
     return StageResult(STEP, rows={"concept_sets": len(rows)}, info={
         "funnel": row.as_info(), "spending": spending, "duplicate_draws": duplicates_drawn,
     })
+
+
+DECLARED = (Stage(
+    STEP, "Sample concept sets per category under the synthesis budget.", run, reads=('concepts', 'categories'), writes=('concept_sets',),
+    roles=(), section="synthesize", uses_executor=False, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps combine", in_run=False),)

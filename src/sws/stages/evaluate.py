@@ -39,6 +39,7 @@ from sws.grading import graded_count
 from sws.llm_calls import shared_engines
 from sws.policy import Sampling, sample_and_grade
 from sws.run_dir import RunDir
+from sws.stage import Stage
 from sws.world import get_world
 
 STAGE = "eval"
@@ -293,3 +294,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
                      outputs=[table_path(run_dir, name) for name in ("eval/problems", "eval/benchmarks",
                                                                       "eval/weakness")] + [RunDir(run_dir).summary],
                      body=aggregate, force=force)
+
+
+DECLARED = (Stage(
+    STAGE, "Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves.",
+    run, reads=("problems", "weakness"), writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
+    section="eval", uses_executor=True, command="sws eval"),)

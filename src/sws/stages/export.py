@@ -8,6 +8,7 @@ from sws import ui
 from sws.artifacts import StageResult, read_table, run_stage, table_path, write_parquet
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.stage import Stage
 from sws.training.verl_dataset import verl_table
 
 EXPORTABLE_TABLES = ("augmented", "problems")
@@ -41,3 +42,8 @@ def run(
         run_dir, f"export-{table}", config={"world": cfg.world, "split": split, "out": str(out_path)},
         inputs=[source], outputs=[out_path], body=body, force=force,
     )
+
+
+DECLARED = (Stage(
+    "export", "Write a problem set as verl's RL dataset Parquet (prompt, reward_model, extra_info).", run,
+    reads=("augmented",), command="sws export verl", title="export verl"),)

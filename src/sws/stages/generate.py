@@ -42,6 +42,7 @@ from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem
 from sws.problem_filters import prefilter_reason
 from sws.prompts import PromptTemplate, load_template
+from sws.stage import Stage
 
 STEP = "generate"
 PROBLEM_FIELDS = ("problem", "question")
@@ -204,3 +205,9 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adap
                                 [completion for answers in completions for completion in answers])
     result.info["per_category"] = per_category_counts(sets, kept, rejected)
     return result
+
+
+DECLARED = (Stage(
+    STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", run, reads=('concept_sets', 'problems'), writes=('synthetic',),
+    roles=('generator',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps generate", in_run=False),)

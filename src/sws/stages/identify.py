@@ -23,6 +23,7 @@ from sws.config import IdentifyConfig, PipelineConfig
 from sws.errors import UserError
 from sws.plots import bar_chart, line_chart, save_figure
 from sws.run_dir import RunDir
+from sws.stage import Option, Stage
 
 STAGE = "identify"
 TRAJECTORY_PLOT = "weak_trajectories.png"
@@ -211,3 +212,15 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     )
     print_summary(read_table(run_dir, "categories"))
     return result
+
+
+DECLARED = (Stage(
+    STAGE, "Find the problems the policy keeps failing and each category's synthesis budget share.", run,
+    reads=("problems", "rollouts"), writes=("weakness", "categories"), section="identify",
+    options=(
+        Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),
+        Option("identify.max_slope", "Weak if the OLS slope is at most this (default 0).", float),
+        Option("identify.strict", "Use < instead of <=.", bool, "--strict/--inclusive"),
+        Option("identify.min_records", "Problems with fewer records are not weak.", int),
+    ),
+    example="sws identify --run runs/demo --max-acc 0.5 --min-records 2"),)

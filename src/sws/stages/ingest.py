@@ -14,6 +14,7 @@ from sws.artifacts import StageResult, read_table, run_stage, table_path, write_
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.rollouts import rollouts_from_acc_records, rollouts_from_verl_dumps, seed_positions
+from sws.stage import Stage
 
 STAGE = "ingest"
 READERS = {"verl": rollouts_from_verl_dumps, "acc_records": rollouts_from_acc_records}
@@ -44,3 +45,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         inputs=[log_path, problems_path, *([seed_file] if seed_file else [])],
         outputs=[table_path(run_dir, "rollouts")], body=body, force=force,
     )
+
+
+DECLARED = (Stage(
+    STAGE, "Read another trainer's rollout log into rollouts.parquet, matching every row to a problem.", run,
+    reads=("problems",), writes=("rollouts",), section="ingest", command="sws ingest", in_run=False),)

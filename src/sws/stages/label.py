@@ -42,6 +42,7 @@ from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import Sampling, policy_role, sample_and_grade
 from sws.prompts import PromptTemplate, load_template
+from sws.stage import Stage
 
 STEP = "label"
 WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
@@ -170,3 +171,9 @@ def _student_agreement(
         [Sampling(cfg.synthesize.student_samples, student.temperature, student.max_tokens, (STEP, "student"))],
         cfg.synthesize.shard_size, "student answers")
     return [n_correct / n if n else None for n, n_correct in map(graded_count, verdicts)]
+
+
+DECLARED = (Stage(
+    STEP, "Reference answers by the labeler's self-consistency.", run, reads=('rated',), writes=('labeled',),
+    roles=('labeler',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps label", in_run=False),)

@@ -25,6 +25,7 @@ from sws.artifacts import (
 from sws.config import PipelineConfig
 from sws.funnel import funnel_row
 from sws.near_duplicates import problem_key
+from sws.stage import Stage
 
 STEP = "mix"
 
@@ -81,3 +82,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         inputs=[table_path(run_dir, "problems"), table_path(run_dir, "filtered")],
         outputs=[table_path(run_dir, "augmented"), rejected_path(run_dir, "augmented")], body=body, force=force,
     )
+
+
+DECLARED = (Stage(
+    STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter.", run,
+    reads=("problems", "filtered"), writes=("augmented",), funnel=True,
+    example="sws mix --run runs/demo"),)

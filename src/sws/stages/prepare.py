@@ -44,6 +44,7 @@ from sws.config import PipelineConfig, PrepareConfig
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
 from sws.rollouts import TEXT_FIELDS, normalise_text, read_records
+from sws.stage import Stage
 from sws.world import all_worlds
 
 STAGE = "prepare"
@@ -333,3 +334,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
     return run_stage(run_dir, STAGE, config={"prepare": settings.model_dump(mode="json")}, inputs=[input_path],
                      outputs=outputs, body=body, force=force)
+
+
+DECLARED = (Stage(
+    STAGE, "Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a "
+    "reason).", run, writes=("problems",), section="prepare", command="sws prepare"),)

@@ -37,6 +37,7 @@ from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import VERDICTS, Judgement, parse_judgement
 from sws.prompts import PromptTemplate, load_template
+from sws.stage import Stage
 
 STEP = "rate"
 UNPARSED = "unparsed"
@@ -167,3 +168,9 @@ def _judge_all(
             for slot, sample in zip(slots, samples, strict=True):
                 judgements[index][slot] = read_judgement(sample)
     return list(zip(judgements, answered, strict=True))
+
+
+DECLARED = (Stage(
+    STEP, "Judges rate each problem; the keep rule decides.", run, reads=('synthetic',), writes=('rated',),
+    roles=('judges',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps rate", in_run=False),)

@@ -23,7 +23,6 @@ from matplotlib.ticker import MaxNLocator
 
 from sws import ui
 from sws.artifacts import (
-    PRODUCERS,
     TRAIN_KINDS,
     StageResult,
     environment,
@@ -39,13 +38,15 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import FunnelRow, read_budget_spending, read_funnel
 from sws.plots import bar_chart, line_chart, new_figure, save_figure
 from sws.run_dir import RunDir
-from sws.stages import combine, difficulty, evaluate, generate, mix, synthesize
+from sws.stage import Stage, all_stages, producer_of
+from sws.stages import combine, evaluate, generate
+from sws.stages import filter as filter_stage
 from sws.world import get_world
 
-FUNNEL_STEPS = (*synthesize.STEPS, difficulty.STAGE, mix.STEP)
 
-
-
+def funnel_steps() -> list[str]:
+    """The stages that record a funnel row, in the method's order."""
+    return [stage.name for stage in all_stages() if stage.funnel]
 
 def teachability(accuracy: pl.Expr) -> pl.Expr:
     """SynCo's teachability T(μ) = 1 - |2μ - 1|: 1 at μ = 0.5, 0 for problems always or never solved."""
@@ -87,7 +88,7 @@ class Page:
         return read_parquet(path) if path.exists() else None
 
     def missing(self, name: str) -> str:
-        return paragraph(f"Not available yet: run `{PRODUCERS[name]} --run {self.run_dir}`.", "missing")
+        return paragraph(f"Not available yet: run `{producer_of(name)} --run {self.run_dir}`.", "missing")
 
 
 # ---------------------------------------------------------------- HTML helpers
@@ -213,7 +214,7 @@ def trajectories_section(page: Page) -> Section:
 
 def funnel_section(page: Page) -> Section:
     title = "Synthesis funnel"
-    rows: list[FunnelRow] = read_funnel(page.run_dir, FUNNEL_STEPS)
+    rows: list[FunnelRow] = read_funnel(page.run_dir, funnel_steps())
     if not rows:
         return Section(title, page.missing("labeled"))
     table = pl.DataFrame({
@@ -272,7 +273,7 @@ def band_section(page: Page) -> Section:
     rejected = page.rejected("filtered")
     total = kept.height + (0 if rejected is None else rejected.height)
     low, high = page.cfg.filter.band
-    histogram = RunDir(page.run_dir).plots / difficulty.PLOT_NAME
+    histogram = RunDir(page.run_dir).plots / filter_stage.PLOT_NAME
     body = page.image(histogram) if histogram.exists() else ""
     body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
     return Section(title, body + rounds_table(kept))
@@ -433,8 +434,8 @@ def input_files(run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
-    files += [RunDir(run_dir).plots / difficulty.PLOT_NAME, RunDir(run_dir).summary]
-    files += [Path(run_dir) / "manifests" / f"{step}.json" for step in FUNNEL_STEPS]
+    files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
+    files += [Path(run_dir) / "manifests" / f"{step}.json" for step in funnel_steps()]
     return [path for path in files if path.exists()]
 
 
@@ -451,3 +452,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
     return run_stage(run_dir, "report", config=cfg, inputs=input_files(run_dir), outputs=[out], body=body,
                      force=force)
+
+
+DECLARED = (Stage(
+    "report", "Write report.html: one self-contained page with every plot and table of the run.", run,
+    section="report", example="sws report --run runs/demo"),)

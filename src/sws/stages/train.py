@@ -14,6 +14,7 @@ without running it.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from sws.artifacts import (
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.run_dir import RunDir
+from sws.stage import Stage
 from sws.training import TrainJob, progress_path, train, trainer_module
 from sws.world import get_world
 
@@ -199,3 +201,18 @@ def _init_model(cfg: PipelineConfig, run_dir: Path, kind: str, config_file: Path
         "model folder)"
     )
 
+
+def declaration(kind: str, **fields: Any) -> Stage:
+    return Stage(**{
+        "name": f"train_{kind}", "summary": f"GRPO-train the {kind} policy.",
+        "run": functools.partial(run, kind=kind),
+        "reads": ("augmented" if kind == "augmented" else "problems",),
+        "writes": (f"train/{kind}/curve", "rollouts" if kind == "initial" else f"train/{kind}/rollouts"),
+        "section": "train", "command": f"sws train {kind}", **fields,
+    })
+
+
+DECLARED_INITIAL = (declaration("initial", title="train initial"),)
+# `sws run` trains augmented and baseline together, side by side where it can.
+DECLARED_CONTINUATIONS = (declaration("augmented", title="train augmented and baseline", run=run_continuations),
+                          declaration("baseline", in_run=False))

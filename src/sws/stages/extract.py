@@ -28,6 +28,7 @@ from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import parse_concepts
 from sws.prompts import PromptTemplate, load_template
+from sws.stage import Stage
 
 STEP = "extract"
 REJECTED_SCHEMA = {"problem_id": STR, "category": STR, "problem": STR, "raw": STR, "reject_reason": STR}
@@ -94,3 +95,9 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
     return write_step_outputs(run_dir, STEP, "concepts", weak.height, concepts_table,
                               pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
                               [completion for answers in completions for completion in answers])
+
+
+DECLARED = (Stage(
+    STEP, "The extractor lists the foundational concepts of each weak problem.", run, reads=('weakness', 'problems'), writes=('concepts',),
+    roles=('extractor',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps extract", in_run=False),)

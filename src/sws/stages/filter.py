@@ -2,11 +2,7 @@
 
 Two stages, plus the adaptive rounds between them when synthesize.adapt_rounds > 0:
 
-- `score`: the policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts`
-  answers per labeled problem at the training temperature, graded against the label with `sws.grading`, into
-  `scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time
-  is ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none
-  was). Requests go out in shards through the request cache, so a rerun after a kill asks nothing twice.
+- `score` (`sws.stages.score`): the policy's accuracy on each labeled problem, into `scored.parquet`.
 - adaptive rounds r = 1 .. synthesize.adapt_rounds (`sws.stages.adapt`): the problems round r - 1 scored at
   accuracy 0 (and 1, with synthesize.adapt_harder) go back to the generator for an easier (harder) problem on
   the same concepts; round r's problems are rated, labeled and scored like round 0's, under `adapt/round-<r>/`.
@@ -35,17 +31,16 @@ from sws.artifacts import (
     write_rejected,
     write_table,
 )
-from sws.config import EngineConfig, PipelineConfig, require_roles
+from sws.config import PipelineConfig, require_roles
 from sws.errors import UserError
-from sws.grading import graded_count
 from sws.llm_calls import shared_engines
 from sws.plots import new_figure, save_figure
-from sws.policy import Sampling, policy_role, sample_and_grade
+from sws.policy import policy_role
 from sws.run_dir import RunDir
-from sws.stages import adapt
+from sws.stage import Stage
+from sws.stages import adapt, score
 
 STAGE = "filter"
-SCORE_STEP = "score"
 PLOT_NAME = "filter_accuracy.png"
 # The reject reason of a problem none of whose samples could be graded in time.
 UNGRADED = "ungraded: no policy answer was graded within grading.deadline_s"
@@ -59,7 +54,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     if labeled.height == 0:
         raise UserError(f"{table_path(run_dir, 'labeled')}: no labeled problems to filter; see `sws synthesize`'s "
                         "funnel for where they were rejected")
-    policy = policy_role(cfg, run_dir)
+    policy_role(cfg, run_dir)  # the initial checkpoint must exist before any adaptive round asks a teacher
     rounds = range(cfg.synthesize.adapt_rounds + 1)
     if cfg.synthesize.adapt_rounds:
         require_roles(cfg, ("generator", "judges", "labeler"), "synthesize.adapt_rounds")
@@ -67,38 +62,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         for adapt_round in rounds:
             if adapt_round > 0:
                 adapt.run_round(cfg, run_dir, adapt_round, force)
-            score(cfg, run_dir, policy, adapt_round, force)
+            score.run(cfg, run_dir, force, adapt_round=adapt_round)
     return keep_band(cfg, run_dir, list(rounds), force)
-
-
-def score(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, adapt_round: int, force: bool = False
-          ) -> StageResult:
-    """The policy's accuracy on round `adapt_round`'s labeled problems, into its `scored` table."""
-    source, target = round_name("labeled", adapt_round), round_name("scored", adapt_round)
-    config = {
-        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
-        "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
-        "world": cfg.world, "seed": cfg.seed,
-    }
-    inputs = [table_path(run_dir, source)] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
-
-    def body() -> StageResult:
-        labeled = read_table(run_dir, source)
-        counts = pl.DataFrame(policy_graded_counts(cfg, run_dir, policy, labeled),
-                              schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
-        scored = pl.concat([labeled, counts], how="horizontal").with_columns(
-            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"))
-        write_table(run_dir, target, scored)
-        ungraded = cfg.filter.rollouts * scored.height - int(scored["n"].sum())
-        if ungraded:
-            ui.info(f"filter: {ungraded} policy answers ran out of grading time (grading.deadline_s); they count "
-                    "as ungraded, neither right nor wrong")
-        accuracy_counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
-        return StageResult(round_name(SCORE_STEP, adapt_round), rows={target: scored.height},
-                           info={"accuracy_counts": accuracy_counts, "ungraded_samples": ungraded})
-
-    return run_stage(run_dir, round_name(SCORE_STEP, adapt_round), config=config, inputs=inputs,
-                     outputs=[table_path(run_dir, target)], body=body, force=force)
 
 
 def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool = False) -> StageResult:
@@ -145,18 +110,6 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
                      inputs=[table_path(run_dir, name) for name in sources], outputs=outputs, body=body, force=force)
 
 
-def policy_graded_counts(
-    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
-) -> list[tuple[int, int]]:
-    """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
-    reach the labeled answer."""
-    [verdicts] = sample_and_grade(
-        cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
-        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (STAGE,))],
-        cfg.filter.shard_size, "filter: policy answers")
-    return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
-
-
 def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts: int, path: Path) -> Path:
     """Histogram of per-problem accuracy (one bar per possible value), the kept band shaded."""
     figure, axes = new_figure()
@@ -168,3 +121,9 @@ def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts
     axes.set_title("Difficulty filter")
     axes.legend(loc="best", fontsize=8)
     return save_figure(figure, path)
+
+
+DECLARED = (Stage(
+    STAGE, "Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.",
+    run, reads=("labeled",), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
+    command="sws filter"),)

@@ -12,7 +12,7 @@ from _synthesis_run import ScriptedEngine, use_engines, write_labeled
 from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.stages import difficulty as stage
+from sws.stages import filter as stage
 from sws.worlds.arith import build_policy
 
 SWS = str(Path(sys.executable).parent / "sws")

@@ -1,0 +1,74 @@
+"""`sws filter`'s first step, `score`: the policy's accuracy on each labeled problem (DESIGN §1.4).
+
+The policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts` answers per
+labeled problem at the training temperature, graded against the label by the world's answer check, into
+`scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time is
+ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none was).
+Requests go out in shards through the request cache, so a rerun after a kill asks nothing twice. Each adaptive
+round scores its own problems (`adapt/round-<r>/scored.parquet`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sws import ui
+from sws.artifacts import StageResult, read_table, round_name, run_stage, table_path, write_table
+from sws.config import EngineConfig, PipelineConfig
+from sws.grading import graded_count
+from sws.policy import Sampling, policy_role, sample_and_grade
+from sws.stage import Stage
+
+STEP = "score"
+# Policy requests are seeded as `sws filter` always seeded them, so the request cache still answers them.
+FILTER_SEED = "filter"
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
+    """The policy's accuracy on round `adapt_round`'s labeled problems, into its `scored` table."""
+    run_dir = Path(run_dir)
+    policy = policy_role(cfg, run_dir)
+    source, target = round_name("labeled", adapt_round), round_name("scored", adapt_round)
+    config = {
+        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
+        "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
+        "world": cfg.world, "seed": cfg.seed,
+    }
+    inputs = [table_path(run_dir, source)] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
+
+    def body() -> StageResult:
+        labeled = read_table(run_dir, source)
+        counts = pl.DataFrame(policy_graded_counts(cfg, run_dir, policy, labeled),
+                              schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+        scored = pl.concat([labeled, counts], how="horizontal").with_columns(
+            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+        write_table(run_dir, target, scored)
+        ungraded = cfg.filter.rollouts * scored.height - int(scored["n"].sum())
+        if ungraded:
+            ui.info(f"filter: {ungraded} policy answers ran out of grading time (grading.deadline_s); they count "
+                    "as ungraded, neither right nor wrong")
+        accuracy_counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
+        return StageResult(round_name(STEP, adapt_round), rows={target: scored.height},
+                           info={"accuracy_counts": accuracy_counts, "ungraded_samples": ungraded})
+
+    return run_stage(run_dir, round_name(STEP, adapt_round), config=config, inputs=inputs,
+                     outputs=[table_path(run_dir, target)], body=body, force=force)
+
+
+def policy_graded_counts(
+    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
+) -> list[tuple[int, int]]:
+    """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
+    reach the labeled answer."""
+    [verdicts] = sample_and_grade(
+        cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
+        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (FILTER_SEED,))],
+        cfg.filter.shard_size, "filter: policy answers")
+    return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
+
+
+DECLARED = (Stage(
+    STEP, "The policy's accuracy on each labeled problem.", run, reads=("labeled",), writes=("scored",),
+    section="filter", uses_executor=True, command="sws filter", in_run=False),)
