@@ -283,6 +283,22 @@ def read_parquet(path: Path) -> pl.DataFrame:
         raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}); rewrite it") from exc
 
 
+def read_records(path: Path) -> pl.DataFrame:
+    """A JSON list, JSONL or Parquet file as a table; a missing or unreadable file is a UserError."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    if path.suffix == ".parquet":
+        return read_parquet(path)
+    try:
+        if path.suffix == ".jsonl":
+            return pl.read_ndjson(path, infer_schema_length=None)
+        return pl.read_json(path, infer_schema_length=None)
+    except Exception as exc:  # polars raises several types for malformed JSON
+        raise UserError(f"{path}: not a readable {path.suffix or 'JSON'} file ({type(exc).__name__}); fix or "
+                        "re-export it (a JSON list of objects, JSONL or Parquet)") from exc
+
+
 def read_table(run_dir: Path, name: str) -> pl.DataFrame:
     """Read and validate artifact `name`; a missing file names the command that makes it."""
     path = table_path(run_dir, name)

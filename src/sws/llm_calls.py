@@ -1,8 +1,7 @@
-"""Building teacher-model requests and sending them in shards, shared by the synthesis steps.
+"""Building teacher-model requests, and holding engines for a step: shared by the model-calling stages.
 
-Requests go to the engine one shard at a time, so the request cache records each finished shard and a rerun
-after a crash skips everything already answered. Every request carries a seed derived from the run's seed and
-the stable id of what it asks about, so reruns ask the same questions.
+Every request carries a seed derived from the run's seed and the stable id of what it asks about, so reruns
+ask the same questions (and the request cache and the executors' shards answer them).
 
 Inside `shared_engines()` (all of `sws synthesize`, of `sws filter`, and one checkpoint of `sws eval`), roles
 with the same engine, model and engine options get one engine, loaded once for the whole block: extractor,
@@ -15,15 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from sws import ui
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Engine, Request
+from sws.engines.base import Engine, Request
 from sws.prompts import chat
 from sws.run_dir import RunDir
 
@@ -99,16 +97,3 @@ def role_request(role: EngineConfig, *, task: str, fields: dict[str, Any], text:
         seed=seed, task=task, fields=fields,
     )
 
-
-def generate_in_shards(
-    engine: Engine, requests: Sequence[Request], shard_size: int, description: str
-) -> list[list[Completion]]:
-    """All completions, in request order, asking the engine `shard_size` requests at a time."""
-    shards = [list(requests[start:start + shard_size]) for start in range(0, len(requests), shard_size)]
-    completions: list[list[Completion]] = []
-    for shard in ui.track(shards, description, total=len(shards)):
-        answered = engine.generate(shard)
-        if len(answered) != len(shard):
-            raise RuntimeError(f"engine {engine.name} answered {len(answered)} of {len(shard)} requests")
-        completions.extend(answered)
-    return completions

@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from sws.artifacts import SCHEMAS, read_parquet
+from sws.artifacts import SCHEMAS, read_records
 from sws.errors import UserError
 from sws.grading import normalize_answer
 
@@ -110,22 +110,6 @@ def matcher_for(problems: pl.DataFrame) -> PromptMatcher:
 def row_positions(problems: pl.DataFrame) -> pl.DataFrame:
     """`index, problem_id` with index = row position in problems.parquet."""
     return problems.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("index"), "problem_id")
-
-
-def read_records(path: Path) -> pl.DataFrame:
-    """A JSON list, JSONL or Parquet file as a table; a missing or unreadable file is a UserError."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: file not found")
-    if path.suffix == ".parquet":
-        return read_parquet(path)
-    try:
-        if path.suffix == ".jsonl":
-            return pl.read_ndjson(path, infer_schema_length=None)
-        return pl.read_json(path, infer_schema_length=None)
-    except Exception as exc:  # polars raises several types for malformed JSON
-        raise UserError(f"{path}: not a readable {path.suffix or 'JSON'} file ({type(exc).__name__}); fix or "
-                        "re-export it (a JSON list of objects, JSONL or Parquet)") from exc
 
 
 def seed_positions(seed_file: Path, problems: pl.DataFrame, problem_field: str | None = None) -> pl.DataFrame:

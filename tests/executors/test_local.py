@@ -1,18 +1,44 @@
-from __future__ import annotations
+from pathlib import Path
 
-import os
-
-from sws.config import PipelineConfig
-from sws.executors.local import LocalExecutor
-
-
-def pool_sizes(items, pool):
-    return [pool.n_workers for _ in items]
+import sws.engines
+from sws.config import EngineConfig, PipelineConfig
+from sws.engines import Request
+from sws.executors import executor_for
+from sws.executors.shards import shards_dir
+from sws.run_dir import RunDir
 
 
-def test_the_grading_pool_has_one_process_per_cpu_unless_grading_workers_says_otherwise(tmp_path):
-    default = PipelineConfig()
-    sized = PipelineConfig.model_validate({"grading": {"workers": 3}})
+def label_requests(count: int) -> list[Request]:
+    return [Request(messages=({"role": "user", "content": f"label {i}"},), n=2, seed=i, task="label",
+                    fields={"problem": f"Compute {i}+{i + 1}."}) for i in range(count)]
 
-    assert LocalExecutor(default, tmp_path).map_graded(pool_sizes, ["a"]) == [os.cpu_count()]
-    assert LocalExecutor(sized, tmp_path).map_graded(pool_sizes, ["a", "b"]) == [3, 3]
+
+def test_a_rerun_reads_the_finished_shards_without_an_engine_or_a_cache(tmp_path: Path, monkeypatch) -> None:
+    executor = executor_for(PipelineConfig(), tmp_path)
+    role = EngineConfig(engine="oracle")
+    first = executor.complete("labeler", role, label_requests(7), shard_size=3, description="label")
+    assert len(list(shards_dir(tmp_path).glob("*.done"))) == 3
+
+    RunDir(tmp_path).request_cache.unlink()
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("a finished shard asked the engine again")
+
+    monkeypatch.setattr(sws.engines, "make_engine", no_engine)
+    assert executor.complete("labeler", role, label_requests(7), shard_size=3, description="label") == first
+
+
+def test_a_shard_without_its_marker_is_asked_again(tmp_path: Path) -> None:
+    executor = executor_for(PipelineConfig(), tmp_path)
+    role = EngineConfig(engine="oracle")
+    first = executor.complete("labeler", role, label_requests(4), shard_size=2, description="label")
+    marker = sorted(shards_dir(tmp_path).glob("*.done"))[0]
+    marker.unlink()
+    assert executor.complete("labeler", role, label_requests(4), shard_size=2, description="label") == first
+    assert marker.exists()
+
+
+def test_no_requests_write_no_shard(tmp_path: Path) -> None:
+    executor = executor_for(PipelineConfig(), tmp_path)
+    assert executor.complete("labeler", EngineConfig(engine="oracle"), [], 3, "label") == []
+    assert not list(shards_dir(tmp_path).glob("*.done"))

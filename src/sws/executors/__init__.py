@@ -4,27 +4,60 @@ A stage builds its requests, reads its inputs and writes its outputs and manifes
 the step's bodies: requests to completions (`complete`), and items to graded results (`map_graded`, a function
 of a batch of items and a `GradingPool`). So the two executors write the same artifacts, row for row, whenever
 the engine is deterministic.
+
+Both resume the same way: a step's requests are cut into shards (`sws.executors.shards`), each shard's
+completions are written to the run directory with a completion marker, and a rerun reads the shards that
+have one and runs only the others. Under that, the local engine answers through the run's request cache, so
+a crash inside a shard repeats at most the requests that were in flight.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from sws import ui
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
+from sws.engines.cache import cache_identity
+from sws.executors.shards import Shard, plan_shards, read_completions, shards_dir
 from sws.grading import GradedFn
 
 
-class Executor(Protocol):
+class Executor:
+    """The shard plan and its resume, shared by every executor; a subclass runs the pending shards."""
+
+    def __init__(self, cfg: PipelineConfig, run_dir: Path) -> None:
+        self.settings = cfg.executor
+        self.grading = cfg.grading
+        self.run_dir = Path(run_dir).resolve()
+
     def complete(self, role_name: str, role: EngineConfig, requests: list[Request], shard_size: int,
                  description: str) -> list[list[Completion]]:
         """Every request's completions, in request order; `role_name` picks the role's `executor.roles` entry."""
-        ...
+        return list(self.stream(role_name, role, requests, shard_size, description))
+
+    def stream(self, role_name: str, role: EngineConfig, requests: Iterable[Request], shard_size: int,
+               description: str) -> Iterator[list[Completion]]:
+        """`complete` for requests that come one at a time: one shard of them, or of answers, in memory."""
+        folder = shards_dir(self.run_dir)
+        shards = plan_shards(folder, cache_identity(role), requests, shard_size)
+        pending = [shard for shard in shards if not shard.done]
+        if len(pending) < len(shards):
+            ui.info(f"{description}: {len(shards) - len(pending)} of {len(shards)} shards already done in {folder}; "
+                    f"running the other {len(pending)}")
+        if pending:
+            self.run_shards(role_name, role, pending, description)
+        return read_completions(shards)
+
+    def run_shards(self, role_name: str, role: EngineConfig, pending: list[Shard], description: str) -> None:
+        """Write the completions and marker of every pending shard."""
+        raise NotImplementedError
 
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
         """`fn` over the items in batches, each batch graded by a pool of spawned grading processes."""
-        ...
+        raise NotImplementedError
 
 
 def executor_for(cfg: PipelineConfig, run_dir: Path) -> Executor:

@@ -18,20 +18,17 @@ dies is restarted by Ray and its task retried; shards are written whole or not a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from sws import ui
 from sws.config import EngineConfig, PipelineConfig, RoleResources
-from sws.engines.base import Completion, Engine, Request
-from sws.engines.cache import cache_identity
+from sws.engines.base import Engine
+from sws.executors import Executor
 from sws.executors.ray_cluster import check_gpus, connect, require_ray
 from sws.executors.shards import (
     Shard,
-    plan_shards,
-    read_completions,
     read_requests,
     shards_dir,
     write_completions,
@@ -138,31 +135,15 @@ def placeable(count: int, gpus: float, setting: str | None) -> int:
     return min(count, room)
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     def __init__(self, cfg: PipelineConfig, run_dir: Path) -> None:
-        self.settings = cfg.executor
-        self.grading = cfg.grading
-        self.run_dir = Path(run_dir).resolve()
+        super().__init__(cfg, run_dir)
         connect(self.settings.address)
 
-    def complete(self, role_name: str, role: EngineConfig, requests: list[Request], shard_size: int,
-                 description: str) -> list[list[Completion]]:
-        return list(self.stream(role_name, role, requests, shard_size, description))
-
-    def stream(self, role_name: str, role: EngineConfig, requests: Iterable[Request], shard_size: int,
-               description: str) -> Iterator[list[Completion]]:
-        """`complete` for requests that come one at a time: the driver holds one shard of them, or of answers."""
+    def run_shards(self, role_name: str, role: EngineConfig, pending: list[Shard], description: str) -> None:
         resources = self.settings.roles.get(role_name, RoleResources())
         check_gpus(role_name, resources.gpus)
-        folder = shards_dir(self.run_dir)
-        shards = plan_shards(folder, cache_identity(role), requests, shard_size)
-        pending = [shard for shard in shards if not shard.done]
-        if len(pending) < len(shards):
-            ui.info(f"{description}: {len(shards) - len(pending)} of {len(shards)} shards already done in {folder}; "
-                    f"running the other {len(pending)}")
-        if pending:
-            self._run_shards(role_name, role, resources, folder, pending, description)
-        return read_completions(shards)
+        self._run_shards(role_name, role, resources, shards_dir(self.run_dir), pending, description)
 
     def _run_shards(self, role_name: str, role: EngineConfig, resources: RoleResources, folder: Path,
                     pending: list[Shard], description: str) -> None:

@@ -25,7 +25,7 @@ from sws.artifacts import (
     STR,
     StageResult,
     empty_table,
-    read_parquet,
+    read_records,
     read_table,
     rejected_path,
     round_name,
@@ -60,16 +60,7 @@ def read_reference_problems(path: Path) -> list[str]:
     where = "(listed in synthesize.reference_files)"
     if not path.is_file():
         raise UserError(f"{path}: reference file not found {where}; fix the path or remove it")
-    try:
-        if path.suffix == ".parquet":
-            table = read_parquet(path)
-        elif path.suffix == ".jsonl":
-            table = pl.read_ndjson(path, infer_schema_length=None)
-        else:
-            table = pl.read_json(path, infer_schema_length=None)
-    except (pl.exceptions.PolarsError, ValueError) as exc:
-        raise UserError(f"{path}: not a readable JSON list, JSONL or Parquet file {where} "
-                        f"({type(exc).__name__})") from None
+    table = read_records(path)
     field = next((name for name in PROBLEM_FIELDS if name in table.columns), None)
     if field is None:
         raise UserError(f"{path}: no 'problem' or 'question' field {where}; give a file of problems")

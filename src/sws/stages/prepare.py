@@ -34,6 +34,7 @@ from sws import ui
 from sws.artifacts import (
     SCHEMAS,
     StageResult,
+    read_records,
     rejected_path,
     run_stage,
     table_path,
@@ -43,7 +44,7 @@ from sws.artifacts import (
 from sws.config import PipelineConfig, PrepareConfig
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
-from sws.rollouts import TEXT_FIELDS, normalise_text, read_records
+from sws.rollouts import TEXT_FIELDS, normalise_text
 from sws.stage import Stage
 from sws.world import all_worlds
 

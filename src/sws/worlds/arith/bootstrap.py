@@ -30,8 +30,8 @@ from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.families import expression_text, families_of, sample_problem
 from sws.worlds.arith.misconceptions import misconceived_answer
 from sws.worlds.arith.policy import architecture, build_policy
+from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
-from sws.worlds.arith.world import WORLD
 
 RECIPE_VERSION = 3
 MARKER = "BOOTSTRAP_COMPLETE.json"
@@ -107,7 +107,7 @@ def training_example(rng: random.Random, progress: float = 1.0, misconception_ra
         wrong = misconceived_answer(parse(expression_text(problem)))
         if wrong is not None and rng.random() < misconception_rate:
             answer = str(wrong)
-    return WORLD.policy_prompt(problem.problem)["prompt"], f"\\boxed{{{answer}}}"
+    return policy_prompt(problem.problem)["prompt"], f"\\boxed{{{answer}}}"
 
 
 def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -10,7 +10,7 @@ from rich.table import Table
 from sws.config import EngineConfig
 from sws.grading import extract_answer, grade_many
 from sws.worlds.arith.families import CATEGORIES, LEVELS, ArithProblem, generate_problems
-from sws.worlds.arith.world import WORLD
+from sws.worlds.arith.prompt import policy_prompt
 
 MAX_ANSWER_TOKENS = 16
 
@@ -24,7 +24,7 @@ def graded_problems(model_dir: Path, n_per_category: int, seed: int) -> list[tup
     engine = make_engine(EngineConfig(engine="hf", model=str(model_dir), temperature=0.0, max_tokens=MAX_ANSWER_TOKENS,
                                       options={"batch_size": 256}))
     try:
-        requests = [Request(**WORLD.policy_prompt(problem.problem), temperature=0.0, max_tokens=MAX_ANSWER_TOKENS)
+        requests = [Request(**policy_prompt(problem.problem), temperature=0.0, max_tokens=MAX_ANSWER_TOKENS)
                     for problem in problems]
         completions = engine.generate(requests)
     finally:

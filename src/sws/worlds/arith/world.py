@@ -15,6 +15,7 @@ from sws.config import PipelineConfig
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
 from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
+from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
@@ -70,8 +71,7 @@ class ArithWorld(World):
         return run_stage(run_dir, SEED_SET_STAGE, config=config, inputs=[], outputs=[path], body=body, force=force)
 
     def policy_prompt(self, problem: str) -> dict[str, Any]:
-        # The tiny policy reads raw text and answers `\boxed{...}`.
-        return {"prompt": f"{problem}\n"}
+        return policy_prompt(problem)
 
     def built_policy(self, cfg: PipelineConfig) -> BuiltPolicy:
         from sws.worlds.arith.bootstrap import bootstrap_policy, cached_bootstrap_policy
