@@ -142,7 +142,8 @@ def test_broken_ingest_inputs(identified_run, tmp_path_factory, data):
                     line.pop("acc", None)
                     line.pop("input", None)
                 else:
-                    line[field] = data.draw(st.one_of(junk_text.filter(lambda t: not t.strip().isdigit()),
+                    # An empty problem_id means none was given (the line is matched by index or text), not junk.
+                    line[field] = data.draw(st.one_of(junk_text.filter(lambda t: t and not t.strip().isdigit()),
                                                       st.lists(st.integers(), min_size=1, max_size=2)))
                     line.pop("acc", None)
             (dumps / "x.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -8,18 +8,12 @@ import pandas as pd
 import pytest
 from _openai_server import serving
 
-from sws.config import EngineConfig, PipelineConfig, RoleResources
+from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
+from sws.engines.openai import OpenAIEngine
+from sws.engines.vllm import VllmEngine
 from sws.executors.ray_executor import RayExecutor
-from sws.executors.ray_llm import (
-    http_answer,
-    http_row,
-    processor_config,
-    sample_rows,
-    vllm_answer,
-    vllm_row,
-    write_group,
-)
+from sws.executors.ray_llm import sample_rows, with_shard_columns, write_group
 from sws.executors.shards import plan_shards, read_completions
 
 llm = pytest.importorskip("ray.data.llm")
@@ -32,33 +26,42 @@ OPENAI_ROLE = EngineConfig(engine="openai", model="teacher",
 
 def test_a_gpu_vllm_role_becomes_replicas_of_tensor_parallel_engines(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = processor_config(VLLM_ROLE, RoleResources(replicas=3, gpus=4))
+    adapter = VllmEngine.ray_llm(VLLM_ROLE, replicas=3, gpus=4, chat=True)
+    config = adapter.config
 
     assert isinstance(config, llm.vLLMEngineProcessorConfig)
     assert config.concurrency == 3 and config.model_source == "org/teacher-70b"
     assert config.engine_kwargs["tensor_parallel_size"] == 4 and config.engine_kwargs["max_model_len"] == 8192
-    assert llm.build_processor(config, preprocess=vllm_row, postprocess=vllm_answer) is not None
+    assert llm.build_processor(config, preprocess=adapter.preprocess, postprocess=adapter.answer) is not None
+
+
+def test_a_vllm_role_without_gpus_runs_on_worker_actors():
+    assert VllmEngine.ray_llm(VLLM_ROLE, replicas=3, gpus=0, chat=True) is None
 
 
 def test_an_openai_role_becomes_an_http_processor_within_its_concurrency_limit():
-    config = processor_config(OPENAI_ROLE, RoleResources(replicas=2))
+    adapter = OpenAIEngine.ray_llm(OPENAI_ROLE, replicas=2, gpus=0, chat=True)
+    config = adapter.config
 
     assert isinstance(config, llm.HttpRequestProcessorConfig)
     assert config.url == "http://head:8000/v1/chat/completions"
     assert config.qps == 32 and config.concurrency == 2
-    assert llm.build_processor(config, preprocess=lambda row: http_row(row, "teacher"), postprocess=http_answer)
+    assert llm.build_processor(config, preprocess=adapter.preprocess, postprocess=adapter.answer)
 
 
 def test_vllm_rows_one_per_sample_are_written_back_as_the_shards_completions(tmp_path):
     requests = [Request(messages=({"role": "user", "content": f"Q{i}"},), n=2, max_tokens=6, seed=10 * i)
                 for i in range(3)]
     [shard] = plan_shards(tmp_path, {"engine": "vllm"}, requests, shard_size=3)
-    rows = [vllm_row(row) for row in sample_rows({"name": shard.name, "start": 0, "size": 3}, str(tmp_path))]
+    adapter = VllmEngine.ray_llm(VLLM_ROLE, replicas=1, gpus=1, chat=True)
+    rows = [adapter.preprocess(row) for row in sample_rows({"name": shard.name, "start": 0, "size": 3},
+                                                           str(tmp_path))]
     assert [row["sampling_params"]["seed"] for row in rows] == [0, 1, 10, 11, 20, 21]
 
     # What the vLLM stage adds to each row; one sample used all its tokens.
-    answered = [vllm_answer({**row, "generated_text": f"{row['messages'][0]['content']}/{row['sample']}",
-                             "num_generated_tokens": 6 if row["index"] == 2 and row["sample"] else 2})
+    answered = [with_shard_columns({**row, "generated_text": f"{row['messages'][0]['content']}/{row['sample']}",
+                                    "num_generated_tokens": 6 if row["index"] == 2 and row["sample"] else 2},
+                                   adapter.answer)
                 for row in rows]
     write_group(pd.DataFrame(answered[::-1]), str(tmp_path))
 
@@ -73,18 +76,18 @@ def test_an_http_answer_keeps_the_endpoints_text_tokens_and_finish_reason():
            "http_response": {"choices": [{"message": {"content": "42"}, "finish_reason": "length"}],
                              "usage": {"completion_tokens": 7}}}
 
-    assert http_answer(row) == {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0, "text": "42",
-                                "tokens": 7, "finish_reason": "length"}
+    answer = OpenAIEngine.ray_llm(OPENAI_ROLE, replicas=1, gpus=0, chat=True).answer
+    assert with_shard_columns(row, answer) == {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
+                                               "text": "42", "tokens": 7, "finish_reason": "length"}
 
 
 def test_a_raw_prompt_goes_to_the_completions_endpoint_and_its_text_comes_back():
-    config = processor_config(OPENAI_ROLE, RoleResources(), chat=False)
-    row = http_row({"messages": [], "prompt_text": "2+2=", "sampling": {"max_tokens": 5, "seed": None}}, "teacher")
+    adapter = OpenAIEngine.ray_llm(OPENAI_ROLE, replicas=1, gpus=0, chat=False)
+    row = adapter.preprocess({"messages": [], "prompt_text": "2+2=", "sampling": {"max_tokens": 5, "seed": None}})
 
-    assert config.url == "http://head:8000/v1/completions"
+    assert adapter.config.url == "http://head:8000/v1/completions"
     assert row["payload"] == {"model": "teacher", "prompt": "2+2=", "max_tokens": 5}
-    answer = http_answer({"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
-                          "http_response": {"choices": [{"text": " 4", "finish_reason": "stop"}]}})
+    answer = adapter.answer({"http_response": {"choices": [{"text": " 4", "finish_reason": "stop"}]}})
     assert answer["text"] == " 4" and answer["finish_reason"] == "stop"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,26 @@ class Completion:
         return self.finish_reason == CUT_OFF
 
 
+@dataclass(frozen=True)
+class RayLLM:
+    """How `ray.data.llm` runs an engine on a cluster: the processor config, the request row it reads (one per
+    sample: `messages` or `prompt_text`, and `sampling`) and the answer it returns (`text`, `tokens`,
+    `finish_reason`)."""
+
+    config: Any
+    preprocess: Callable[[dict[str, Any]], dict[str, Any]]
+    answer: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def import_ray_llm(engine: str) -> Any:
+    try:
+        import ray.data.llm
+    except ImportError as exc:
+        raise UserError(f"engine '{engine}' on Ray needs ray.data.llm ({exc}); `pip install 'ray[llm]'` on "
+                        "the GPU nodes, or set executor.kind: local") from None
+    return ray.data.llm
+
+
 class Engine:
     """The base of every engine: a batch of requests in, exactly `request.n` completions per request out.
 
@@ -91,6 +111,12 @@ class Engine:
 
     def close(self) -> None:
         """Release processes, servers or GPU memory held by the engine."""
+
+    @classmethod
+    def ray_llm(cls, cfg: Any, replicas: int, gpus: float, chat: bool) -> RayLLM | None:
+        """How `ray.data.llm` runs this engine with `replicas` replicas of `gpus` GPUs each (`chat`: the requests
+        are chat messages, else raw prompts); None: Ray worker actors run the engine itself."""
+        return None
 
 
 # `name` or `org/name`: what the Hugging Face hub accepts as a model id.

@@ -13,6 +13,7 @@ by `sws.engines.fanout` (option `n_mode`).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
@@ -20,14 +21,23 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import openai
 
 from sws import ui
 from sws.budget import largest_remainder
 from sws.config import EngineConfig
-from sws.engines.base import FINISHED, Completion, Engine, Request, check_options, in_request_order
+from sws.engines.base import (
+    FINISHED,
+    Completion,
+    Engine,
+    RayLLM,
+    Request,
+    check_options,
+    import_ray_llm,
+    in_request_order,
+)
 from sws.errors import UserError
 
 T = TypeVar("T")
@@ -55,6 +65,20 @@ class OpenAIEngine(Engine):
             timeout=float(options.get("timeout", 600)),
         )
         self._check_server(key_env)
+
+    @classmethod
+    def ray_llm(cls, cfg: EngineConfig, replicas: int, gpus: float, chat: bool) -> RayLLM:
+        """Ray's HTTP processor: at most `max_concurrency` requests per second per replica, chat messages to
+        /chat/completions and raw prompts to /completions, as this engine sends them."""
+        options = cfg.options
+        base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = os.environ.get(options.get("api_key_env", "OPENAI_API_KEY"), "")
+        config = import_ray_llm(cls.name).HttpRequestProcessorConfig(
+            url=f"{base_url.rstrip('/')}/{'chat/completions' if chat else 'completions'}",
+            headers={"Authorization": f"Bearer {key}"}, qps=int(options.get("max_concurrency", 16)),
+            max_retries=int(options.get("max_retries", 3)), concurrency=replicas,
+        )
+        return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model), ray_llm_answer)
 
     @staticmethod
     def check_config(cfg: EngineConfig) -> None:
@@ -207,3 +231,17 @@ def _split_tokens(total: int, texts: list[str]) -> list[int]:
     # +1 per text for its end-of-sequence token, so empty texts still take a share.
     counts = largest_remainder({f"{i:06d}": len(text) + 1 for i, text in enumerate(texts)}, total)
     return [counts[f"{i:06d}"] for i in range(len(texts))]
+
+
+def ray_llm_row(row: dict[str, Any], model: str) -> dict[str, Any]:
+    sampling = {name: value for name, value in row["sampling"].items() if value is not None}
+    prompt = {"messages": row["messages"]} if row["messages"] else {"prompt": row["prompt_text"]}
+    return {**row, "payload": {"model": model, **prompt, **sampling}}
+
+
+def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
+    choice = row["http_response"]["choices"][0]
+    usage = row["http_response"].get("usage") or {}
+    text = choice["message"]["content"] if "message" in choice else choice.get("text")
+    return {"text": text or "", "tokens": int(usage.get("completion_tokens", 0)),
+            "finish_reason": choice.get("finish_reason") or FINISHED}

@@ -17,11 +17,14 @@ from typing import Any
 from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import (
+    CUT_OFF,
     FINISHED,
     Completion,
     Engine,
+    RayLLM,
     Request,
     check_local_model,
+    import_ray_llm,
     missing_chat_template,
     read_chat_template,
 )
@@ -51,6 +54,20 @@ class VllmEngine(Engine):
     def check_config(cfg: EngineConfig) -> None:
         check_local_model(cfg.model, VllmEngine.name)
         read_chat_template(cfg.options.get("chat_template"))
+
+    @classmethod
+    def ray_llm(cls, cfg: EngineConfig, replicas: int, gpus: float, chat: bool) -> RayLLM | None:
+        """On GPUs: `replicas` vLLM engines (engine option `tensor_parallel_size` GPUs each) for the whole step;
+        vLLM applies the model's chat template to chat messages. On CPUs the worker actors run this engine."""
+        if not gpus:
+            return None
+        options = cfg.options
+        config = import_ray_llm(cls.name).vLLMEngineProcessorConfig(
+            model_source=cfg.model, concurrency=replicas, batch_size=int(options.get("batch_size", 64)),
+            engine_kwargs={name: value for name, value in options.items() if name not in NOT_ENGINE_KWARGS},
+            chat_template_stage={"enabled": chat, "chat_template": read_chat_template(options.get("chat_template"))},
+        )
+        return RayLLM(config, ray_llm_row, ray_llm_answer)
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in requests]
@@ -106,3 +123,20 @@ def _check_llm_options(options: dict[str, Any]) -> None:
             f"engine option '{unknown[0]}' is not accepted by vllm.LLM (field 'options' of the role); "
             "see https://docs.vllm.ai/en/latest/api/vllm/index.html#vllm.LLM for its arguments"
         )
+
+
+# Engine options of this engine that are not vLLM engine arguments.
+NOT_ENGINE_KWARGS = {"chat_template", "n_mode", "batch_size"}
+
+
+def ray_llm_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "sampling_params": row["sampling"],
+            **({"messages": row["messages"]} if row["messages"] else {"prompt": row["prompt_text"]})}
+
+
+def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
+    """vLLM reports no finish reason through `ray.data.llm`, so a sample that used all its max_tokens counts as
+    cut off."""
+    tokens = int(row["num_generated_tokens"])
+    return {"text": row["generated_text"], "tokens": tokens,
+            "finish_reason": CUT_OFF if tokens >= row["sampling"]["max_tokens"] else FINISHED}

@@ -24,7 +24,8 @@ from typing import Any
 
 from sws import ui
 from sws.config import EngineConfig, PipelineConfig, RoleResources
-from sws.engines.base import Engine
+from sws.engines import engine_class
+from sws.engines.base import Engine, RayLLM
 from sws.executors import Executor
 from sws.executors.ray_cluster import check_gpus, connect, require_ray
 from sws.executors.shards import (
@@ -148,8 +149,10 @@ class RayExecutor(Executor):
     def _run_shards(self, role_name: str, role: EngineConfig, resources: RoleResources, folder: Path,
                     pending: list[Shard], description: str) -> None:
         track = f"{description} (ray, {role_name})"
-        if uses_ray_llm(role, resources):
-            self._run_on_ray_llm(role, resources, folder, pending, track)
+        chat = read_requests(pending[0])[0].messages is not None
+        adapter = engine_class(role.engine).ray_llm(role, resources.replicas, resources.gpus, chat)
+        if adapter is not None:
+            self._run_on_ray_llm(adapter, folder, pending, track)
             return
         settings = role.model_dump(mode="json")
         with workers(resources.gpus) as pool:
@@ -160,16 +163,14 @@ class RayExecutor(Executor):
             for _ in ui.track(written, track, total=len(pending)):
                 pass
 
-    def _run_on_ray_llm(self, role: EngineConfig, resources: RoleResources, folder: Path, pending: list[Shard],
-                        track: str) -> None:
+    def _run_on_ray_llm(self, adapter: RayLLM, folder: Path, pending: list[Shard], track: str) -> None:
         from sws.executors.ray_llm import complete_with_ray_llm
 
         ray = require_ray()
         release_held(HELD_PREFIX)  # its replicas need the CPUs and GPUs that held workers claim
         shards = ray.data.from_items([{"name": s.name, "start": s.start, "size": s.size} for s in pending],
                                      override_num_blocks=len(pending))
-        chat = read_requests(pending[0])[0].messages is not None
-        written = complete_with_ray_llm(shards, role, resources, str(folder), chat)
+        written = complete_with_ray_llm(shards, adapter, str(folder))
         for _ in ui.track(written.iter_rows(), track, total=len(pending)):
             pass
 
@@ -185,7 +186,3 @@ class RayExecutor(Executor):
             graded = pool.take(count).map(lambda actor, batch: actor.grade.remote(fn, batch, deadline_s), batches)
             return [result for results in graded for result in results]
 
-
-def uses_ray_llm(role: EngineConfig, resources: RoleResources) -> bool:
-    """GPU vLLM teachers and OpenAI-compatible endpoints run through `ray.data.llm`; other engines on workers."""
-    return (role.engine == "vllm" and resources.gpus > 0) or role.engine == "openai"
