@@ -65,6 +65,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "syn_id": STR, "category": STR, "problem": STR, "answer": STR,
         "n": INT, "n_correct": INT, "accuracy": FLOAT, "round": INT,
     },
+    "selected": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR,
+                 "distance": FLOAT, "nearest_weak_id": STR},
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     **{f"train/{kind}/curve": {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT}
        for kind in TRAIN_KINDS},

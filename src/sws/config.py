@@ -153,6 +153,21 @@ class FilterConfig(Section):
         return band
 
 
+class SelectConfig(Section):
+    """`sws select`: the pool problems nearest to the weak ones, `budget` split over categories by fail ratio."""
+
+    # A JSON list, JSONL or Parquet file of problems, read with `prepare`'s field settings.
+    pool: str | None = None
+    budget: int = Field(200, ge=0)
+
+
+class MixConfig(Section):
+    """`sws mix`: which new problems join the seed set (each only when its stage has run)."""
+
+    sources: list[Literal["synthetic", "selected"]] = Field(default_factory=lambda: ["synthetic", "selected"],
+                                                            min_length=1)
+
+
 class VerlConfig(Section):
     """`train.trainer: verl`: where verl runs and its GPU settings; `overrides` passes Hydra overrides unchanged."""
 
@@ -276,6 +291,8 @@ class PipelineConfig(Section):
     identify: IdentifyConfig = Field(default_factory=IdentifyConfig)
     synthesize: SynthesizeConfig = Field(default_factory=SynthesizeConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
+    select: SelectConfig = Field(default_factory=SelectConfig)
+    mix: MixConfig = Field(default_factory=MixConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
@@ -384,7 +401,7 @@ def parse_config(data: dict[str, Any], source: Path | str) -> PipelineConfig:
 # Settings that name files or folders. In a pipeline file a relative path is relative to that file, so a
 # pipeline runs the same from any working directory. Model fields may also be hub ids, so a relative model
 # path is taken from the pipeline's folder only when it exists there.
-PATH_FIELDS = ("prepare.input", "ingest.path", "ingest.seed_file", "synthesize.prompt_dir")
+PATH_FIELDS = ("prepare.input", "ingest.path", "ingest.seed_file", "synthesize.prompt_dir", "select.pool")
 PATH_LIST_FIELDS = ("synthesize.reference_files",)
 MODEL_FIELDS = ("train.init_model", "roles.extractor.model", "roles.generator.model", "roles.labeler.model",
                 "roles.policy.model")

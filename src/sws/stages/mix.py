@@ -1,8 +1,11 @@
-"""`sws mix`: the augmented training set, seed problems ∪ the synthetic problems that passed every filter.
+"""`sws mix`: the augmented training set, seed problems ∪ the synthetic problems that passed every filter ∪ the
+problems `sws select` took from a pool, as `mix.sources` says (default both; a source whose stage has not run is
+left out).
 
-Synthetic rows keep their `syn_id` as `problem_id` and get `source = "syn/<generator model>"`. A synthetic
-problem whose text repeats a seed problem (or an earlier synthetic one), or whose id is already taken, goes to
-`augmented.rejected.parquet` with its reason, so every id in the augmented set is unique.
+Synthetic rows keep their `syn_id` as `problem_id` and get `source = "syn/<generator model>"`; selected rows keep
+their id and `sel/<pool>` source. A new problem whose text repeats a seed problem (or an earlier new one), or
+whose id is already taken, goes to `augmented.rejected.parquet` with its reason, so every id in the augmented set
+is unique.
 """
 
 from __future__ import annotations
@@ -36,55 +39,74 @@ def synthetic_source(cfg: PipelineConfig) -> str:
     return f"syn/{cfg.roles.generator.model}"
 
 
-def mix(problems: pl.DataFrame, filtered: pl.DataFrame, source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return (augmented, rejected synthetic rows with `reject_reason`)."""
+# The tables `mix.sources` names, each with the column that holds a row's id and its name in reject reasons.
+ADDITIONS = {"synthetic": ("filtered", "syn_id"), "selected": ("selected", "problem_id")}
+
+
+def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_source: str
+        ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (augmented, rejected added rows with `reject_reason`): the seed problems, then each addition's rows
+    that repeat neither a seed problem, nor an earlier row, nor a taken id (`problem_key` decides a repeat)."""
     seed = problems.select(AUGMENTED_COLUMNS)
     seen_texts = {problem_key(text) for text in seed["problem"]}
     seed_texts = set(seen_texts)
     seen_ids = set(seed["problem_id"])
     kept, rejected = [], []
-    for row in filtered.iter_rows(named=True):
-        text = problem_key(row["problem"])
-        if text in seed_texts:
-            rejected.append({**row, "reject_reason": "duplicate_of_seed"})
-        elif text in seen_texts:
-            rejected.append({**row, "reject_reason": "duplicate_synthetic"})
-        elif row["syn_id"] in seen_ids:
-            rejected.append({**row, "reject_reason": "duplicate_id"})
-        else:
-            seen_texts.add(text)
-            seen_ids.add(row["syn_id"])
-            kept.append({"problem_id": row["syn_id"], "problem": row["problem"], "answer": row["answer"],
-                         "category": row["category"], "source": source})
-    synthetic = pl.DataFrame(kept, schema=SCHEMAS["augmented"])
-    return pl.concat([seed, synthetic]), pl.DataFrame(rejected, schema={**filtered.schema, "reject_reason": pl.Utf8})
+    for kind, table in additions.items():
+        id_column = ADDITIONS[kind][1]
+        rejected_here = []
+        for row in table.iter_rows(named=True):
+            text = problem_key(row["problem"])
+            if text in seed_texts:
+                rejected_here.append({**row, "reject_reason": "duplicate_of_seed"})
+            elif text in seen_texts:
+                rejected_here.append({**row, "reject_reason": f"duplicate_{kind}"})
+            elif row[id_column] in seen_ids:
+                rejected_here.append({**row, "reject_reason": "duplicate_id"})
+            else:
+                seen_texts.add(text)
+                seen_ids.add(row[id_column])
+                kept.append({"problem_id": row[id_column], "problem": row["problem"], "answer": row["answer"],
+                             "category": row["category"],
+                             "source": synthetic_source if kind == "synthetic" else row["source"]})
+        rejected.append(pl.DataFrame(rejected_here, schema={**table.schema, "reject_reason": pl.Utf8}))
+    added = pl.DataFrame(kept, schema=SCHEMAS["augmented"])
+    rejected_rows = (pl.concat(rejected, how="diagonal_relaxed") if rejected
+                     else pl.DataFrame(schema={"reject_reason": pl.Utf8}))
+    return pl.concat([seed, added]), rejected_rows
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
     source = synthetic_source(cfg)
+    present = [kind for kind in cfg.mix.sources if table_path(run_dir, ADDITIONS[kind][0]).exists()]
+    # With none present, reading the first names the command that writes it.
+    kinds = present or cfg.mix.sources[:1]
 
     def body() -> StageResult:
         problems = read_table(run_dir, "problems")
-        filtered = read_table(run_dir, "filtered")
-        augmented, rejected = mix(problems, filtered, source)
+        additions = {kind: read_table(run_dir, ADDITIONS[kind][0]) for kind in kinds}
+        augmented, rejected = mix(problems, additions, source)
         write_table(run_dir, "augmented", augmented)
         write_rejected(run_dir, "augmented", rejected)
-        n_synthetic = augmented.height - problems.height
-        ui.info(f"mix: {problems.height} seed + {n_synthetic} synthetic = {augmented.height} problems "
-                f"({rejected.height} synthetic rejected as duplicates)")
-        funnel = funnel_row(STEP, filtered.height, n_synthetic, rejected["reject_reason"])
+        n_added = augmented.height - problems.height
+        ui.info(f"mix: {problems.height} seed + {n_added} {' and '.join(kinds)} = {augmented.height} problems "
+                f"({rejected.height} rejected as duplicates)")
+        funnel = funnel_row(STEP, sum(table.height for table in additions.values()), n_added,
+                            rejected["reject_reason"])
         return StageResult(STEP, rows={"augmented": augmented.height, "augmented.rejected": rejected.height},
-                           info={"seed": problems.height, "synthetic": n_synthetic, "funnel": funnel.as_info()})
+                           info={"seed": problems.height, "synthetic": n_added, "sources": kinds,
+                                 "funnel": funnel.as_info()})
 
     return run_stage(
-        run_dir, STEP, config={"source": source},
-        inputs=[table_path(run_dir, "problems"), table_path(run_dir, "filtered")],
+        run_dir, STEP, config={"source": source, "sources": kinds},
+        inputs=[table_path(run_dir, "problems"), *(table_path(run_dir, ADDITIONS[kind][0]) for kind in kinds)],
         outputs=[table_path(run_dir, "augmented"), rejected_path(run_dir, "augmented")], body=body, force=force,
     )
 
 
 DECLARED = (Stage(
-    STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter.", run,
-    reads=("problems", "filtered"), writes=("augmented",), funnel=True,
+    STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and the "
+    "selected ones (mix.sources).", run, reads=("problems", "filtered"), writes=("augmented",), section="mix",
+    funnel=True,
     example="sws mix --run runs/demo"),)

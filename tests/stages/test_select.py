@@ -1,0 +1,93 @@
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import write_identified_run
+from typer.testing import CliRunner
+
+from sws.artifacts import read_table, rejected_path, write_table
+from sws.budget import largest_remainder
+from sws.cli import app
+from sws.config import PipelineConfig
+from sws.errors import UserError
+from sws.stages import mix
+from sws.stages import select as stage
+from sws.worlds.arith import generate_problems
+
+
+def write_pool(path: Path, seed_problems: pl.DataFrame, reference: Path) -> Path:
+    fresh = generate_problems(150, seed=11)
+    rows = [{"problem": p.problem, "answer": p.answer, "category": p.category} for p in fresh]
+    rows += [{"problem": text.upper(), "answer": answer, "category": category}  # the seed set, respelled
+             for text, answer, category in seed_problems.select("problem", "answer", "category").head(5).iter_rows()]
+    benchmark = generate_problems(3, seed=99)
+    reference.write_text("".join(json.dumps({"problem": p.problem}) + "\n" for p in benchmark))
+    rows += [{"problem": p.problem, "answer": p.answer, "category": p.category} for p in benchmark]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture
+def selected_run(tmp_path: Path) -> tuple[Path, PipelineConfig, pl.DataFrame]:
+    run_dir = tmp_path / "run"
+    problems = write_identified_run(run_dir)
+    pool = write_pool(tmp_path / "pool.jsonl", problems, tmp_path / "benchmark.jsonl")
+    cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30},
+                                         "synthesize": {"reference_files": [str(tmp_path / "benchmark.jsonl")]}})
+    stage.run(cfg, run_dir)
+    return run_dir, cfg, problems
+
+
+def test_select_takes_exactly_the_budget_split_by_fail_ratio(selected_run) -> None:
+    run_dir, _, _ = selected_run
+    selected = read_table(run_dir, "selected")
+    categories = read_table(run_dir, "categories")
+    shares = {category: share for category, share in categories.select("category", "share").iter_rows() if share}
+    assert selected.height == 30
+    assert dict(selected["category"].value_counts().iter_rows()) == {
+        category: count for category, count in largest_remainder(shares, 30).items() if count}
+    assert selected["problem_id"].n_unique() == 30 and set(selected["source"]) == {"sel/pool"}
+
+
+def test_no_seed_or_benchmark_duplicate_is_selected(selected_run) -> None:
+    run_dir, _, problems = selected_run
+    selected = read_table(run_dir, "selected")
+    keys = {text.casefold() for text in problems["problem"]} | {
+        json.loads(line)["problem"].casefold() for line in (run_dir.parent / "benchmark.jsonl").read_text().splitlines()}
+    assert not {text.casefold() for text in selected["problem"]} & keys
+    reasons = set(pl.read_parquet(rejected_path(run_dir, "selected"))["reject_reason"])
+    assert {"duplicate_of_seed", "duplicate_of_reference", "beyond_budget"} <= reasons
+
+
+def test_the_nearest_come_first_and_each_is_near_a_weak_problem_of_its_category(selected_run) -> None:
+    run_dir, _, problems = selected_run
+    selected = read_table(run_dir, "selected")
+    category_of = dict(problems.select("problem_id", "category").iter_rows())
+    assert all(category_of[weak_id] == category
+               for weak_id, category in selected.select("nearest_weak_id", "category").iter_rows())
+    beyond = pl.read_parquet(rejected_path(run_dir, "selected")).filter(pl.col("reject_reason") == "beyond_budget")
+    for category in selected["category"].unique():
+        last_taken = selected.filter(pl.col("category") == category)["distance"].max()
+        passed_over = beyond.filter(pl.col("category") == category)["distance"]
+        assert passed_over.is_empty() or passed_over.min() >= last_taken
+
+
+def test_mix_adds_the_selected_problems_when_they_are_asked_for(selected_run) -> None:
+    run_dir, cfg, problems = selected_run
+    write_table(run_dir, "filtered", pl.DataFrame(schema={
+        "syn_id": pl.Utf8, "category": pl.Utf8, "problem": pl.Utf8, "answer": pl.Utf8, "n": pl.Int64,
+        "n_correct": pl.Int64, "accuracy": pl.Float64, "round": pl.Int64}))
+    mix.run(cfg, run_dir)
+    assert read_table(run_dir, "augmented").height == problems.height + 30
+    only_synthetic = cfg.model_copy(update={"mix": cfg.mix.model_copy(update={"sources": ["synthetic"]})})
+    mix.run(only_synthetic, run_dir)
+    assert read_table(run_dir, "augmented").height == problems.height
+
+
+def test_the_command_comes_from_the_declaration_and_a_missing_pool_is_one_line(tmp_path: Path) -> None:
+    write_identified_run(tmp_path)
+    result = CliRunner().invoke(app, ["select", "--run", str(tmp_path), "--pool", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 2 and "none.jsonl: file not found (select.pool)" in result.output
+    with pytest.raises(UserError, match="select.pool: no pool given"):
+        stage.run(PipelineConfig(), tmp_path)
