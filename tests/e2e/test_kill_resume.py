@@ -60,8 +60,9 @@ COMMANDS = [
     ["eval"],
     ["report"],
 ]
-# Only the run's results are compared: caches, logs, checkpoints and timings differ by construction.
-SKIPPED_PARTS = {"cache", "manifests", "plots"}
+# Only the run's results are compared: caches, logs, checkpoints and timings differ by construction (the
+# executors' shards are named by what was asked, and a policy by its folder in this run).
+SKIPPED_PARTS = {"cache", "manifests", "plots", "shards"}
 TIMING_COLUMNS = ["seconds"]  # a training curve's wall time per step
 
 
