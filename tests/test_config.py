@@ -93,3 +93,30 @@ def test_a_saved_config_reads_back_equal(tmp_path):
         {"prepare": {"input": "x.json", "categories": ["Algebra"]}}, "test").prepare})
     save_run_config(tmp_path, config)
     assert load_run_config(tmp_path) == config
+
+
+def test_the_worlds_section_is_read_by_its_model_and_written_back_under_its_name(tmp_path):
+    config = load_config(write_yaml(tmp_path / "p.yaml", {"world": "arith", "arith": {"n_seed_problems": 7}}))
+    assert config.world_settings.n_seed_problems == 7
+    dumped = config.model_dump(mode="json")
+    assert list(dumped)[:3] == ["seed", "world", "arith"] and dumped["arith"]["n_seed_problems"] == 7
+    assert with_overrides(config, {"arith.n_seed_problems": 9}).world_settings.n_seed_problems == 9
+
+
+@pytest.mark.parametrize(("data", "phrase"), [
+    ({"arith": {"n_seed": 3}}, "unknown key 'arith.n_seed'"),
+    ({"arith": {"n_seed_problems": 0}}, "field 'arith.n_seed_problems'"),
+    ({"world": "math", "arith": {"n_seed_problems": 5}}, "section 'arith' belongs to world 'arith'"),
+    ({"world": "nowhere"}, "world 'nowhere' is not known; use one of: arith"),
+])
+def test_a_wrong_world_section_is_one_line_naming_it(tmp_path, data, phrase):
+    path = write_yaml(tmp_path / "p.yaml", data)
+    with pytest.raises(UserError) as error:
+        load_config(path)
+    assert phrase in str(error.value) and str(error.value).startswith(str(path))
+
+
+def test_a_math_runs_config_from_before_worlds_owned_their_sections_still_loads(tmp_path):
+    # Such a config.yaml holds the arith defaults whatever its world.
+    old = {**PipelineConfig(world="math").model_dump(mode="json"), "arith": PipelineConfig().world_settings.model_dump()}
+    assert load_config(write_yaml(tmp_path / "config.yaml", old)).world == "math"

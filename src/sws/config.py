@@ -317,6 +317,11 @@ class PipelineConfig(Section):
         data = {**data, "roles": roles}
         for other in world_names():
             if other != name and other in data:
+                # A run's config.yaml from before worlds owned their sections holds the arith defaults in any world.
+                model = get_world(other).settings_model
+                if model is not None and data[other] == model().model_dump(mode="json"):
+                    data = {key: value for key, value in data.items() if key != other}
+                    continue
                 raise ValueError(f"section '{other}' belongs to world '{other}', not to this pipeline's world "
                                  f"'{name}'; remove it")
         if world.settings_model is not None and "world_settings" not in data:
