@@ -15,8 +15,7 @@ from sws.stage import STAGE_MODULES, Option, Stage, all_stages, producer_of, run
 def test_every_stage_is_named_as_its_module_and_declares_tables_with_schemas() -> None:
     modules = {entry.partition(":")[0] for entry in STAGE_MODULES}
     for stage in all_stages():
-        # train_<kind> lives in train; `sws eval` is the stage of module evaluate (eval is a Python builtin).
-        assert stage.name.split("_")[0] in modules | {"eval"}, stage.name
+        assert stage.name.split("_")[0] in modules, stage.name  # train_<kind> lives in train
         assert all(table in SCHEMAS for table in (*stage.reads, *stage.writes)), stage.name
 
 

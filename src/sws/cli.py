@@ -281,7 +281,7 @@ def evaluate(
     force: ForceOpt = False,
 ) -> None:
     """Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves."""
-    from sws.stages import evaluate as stage
+    from sws.stages import eval as stage
 
     run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
                               "executor.kind": executor},

@@ -20,7 +20,7 @@ from rich.table import Table
 from sws.config import load_config
 from sws.errors import UserError
 from sws.run_dir import RunDir
-from sws.stages.evaluate import HEADLINE_CHECKPOINTS, read_summary
+from sws.stages.eval import HEADLINE_CHECKPOINTS, read_summary
 
 # summary.json prefix -> column title of its augmented − baseline
 GAPS = {"weak_solved": "aug − base", "weak_like_solved": "aug − base, fresh"}

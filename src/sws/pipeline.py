@@ -20,7 +20,7 @@ from sws import preflight, ui
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
 from sws.stage import run_stages, synthesis_steps
-from sws.stages import evaluate
+from sws.stages import eval as eval_stage
 from sws.world import PipelineStep, get_world
 
 
@@ -58,7 +58,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
 
 def headline_table(summary: dict[str, Any]) -> Table:
     """Per category and overall: the share of previously weak problems each policy solves greedily."""
-    present = [name for name in evaluate.HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
+    present = [name for name in eval_stage.HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
     table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
     table.add_column("category")
     for name in present:
@@ -85,11 +85,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
 
 
 def print_headline(run_dir: Path, console: Console | None = None) -> None:
-    headline = evaluate.read_summary(run_dir)
+    headline = eval_stage.read_summary(run_dir)
     console = console or Console()
     console.print(headline_table(headline))
     like = [(name, headline.get(f"weak_like_solved_{name}", {}).get("overall"))
-            for name in evaluate.HEADLINE_CHECKPOINTS]
+            for name in eval_stage.HEADLINE_CHECKPOINTS]
     if any(share is not None for _, share in like):
         console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
                       + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))

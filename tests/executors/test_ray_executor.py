@@ -31,7 +31,7 @@ from sws.config import PipelineConfig
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
 from sws.grading import grade_answer_pairs
-from sws.stages import evaluate
+from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 
 pytest.importorskip("ray")
@@ -116,7 +116,7 @@ def test_eval_on_ray_writes_the_local_executors_tables_row_for_row(tmp_path, ray
     for executor in ("local", "ray"):
         write_evaluable_run(tmp_path / executor)
         cfg = PipelineConfig.model_validate(settings | {"executor": {"kind": executor, "address": ray_cluster}})
-        evaluate.run(cfg, tmp_path / executor)
+        eval_stage.run(cfg, tmp_path / executor)
 
     for name in ("eval/benchmarks", "eval/weakness"):
         assert_same_table(name, tmp_path / "local", tmp_path / "ray")

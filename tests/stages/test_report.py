@@ -10,8 +10,9 @@ from sws.artifacts import SCHEMAS, StageResult, run_stage, write_rejected, write
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
 from sws.run_dir import RunDir
-from sws.stages import evaluate, report
+from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
+from sws.stages import report
 
 CATEGORIES = ["addition", "remainders"]
 
@@ -60,8 +61,8 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "loss": [0.0] * 3}))
     per_problem = per_problem_eval()
     write_table(tmp_path, "eval/problems", per_problem)
-    write_table(tmp_path, "eval/benchmarks", evaluate.benchmark_table(per_problem))
-    write_table(tmp_path, "eval/weakness", evaluate.weakness_table(per_problem))
+    write_table(tmp_path, "eval/benchmarks", eval_stage.benchmark_table(per_problem))
+    write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
     rated = pl.DataFrame({
         "syn_id": ["s1", "s2", "s3", "s4"], "category": ["remainders"] * 3 + ["addition"],
         "concepts": [["remainders"]] * 4, "level": ["easy"] * 4,

@@ -39,7 +39,8 @@ from sws.funnel import FunnelRow, read_budget_spending, read_funnel
 from sws.plots import bar_chart, line_chart, new_figure, save_figure
 from sws.run_dir import RunDir
 from sws.stage import Stage, all_stages, producer_of
-from sws.stages import combine, evaluate, generate
+from sws.stages import combine, generate
+from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 from sws.world import get_world
 
@@ -314,9 +315,9 @@ def evaluation_section(page: Page) -> Section:
     benchmarks = page.table("eval/benchmarks")
     if benchmarks is None:
         return Section(title, page.missing("eval/benchmarks"))
-    overall = benchmarks.filter(pl.col("category") == evaluate.OVERALL)
+    overall = benchmarks.filter(pl.col("category") == eval_stage.OVERALL)
     wide = overall.pivot(on="checkpoint", index="eval_set", values=["pass1", "avg_k"], sort_columns=False)
-    per_category = benchmarks.filter(pl.col("category") != evaluate.OVERALL).pivot(
+    per_category = benchmarks.filter(pl.col("category") != eval_stage.OVERALL).pivot(
         on="checkpoint", index=["eval_set", "category"], values="pass1", sort_columns=False)
     body = (paragraph(f"Avg@k: k = {page.cfg.eval.k} samples at temperature {page.cfg.eval.temperature}; "
                       "the seed set is the training set, the other sets are held out.")
@@ -349,7 +350,7 @@ def mitigation_section(page: Page) -> Section:
 def weak_like_table(page: Page) -> str:
     """Pass@1 on fresh problems of the weak problems' families, when eval measured it (the arith world)."""
     benchmarks = page.table("eval/benchmarks")
-    like = None if benchmarks is None else benchmarks.filter(pl.col("eval_set") == evaluate.WEAK_LIKE_SET)
+    like = None if benchmarks is None else benchmarks.filter(pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
     if like is None or like.height == 0:
         return ""
     wide = like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False)
@@ -385,7 +386,7 @@ def accuracy_sets(page: Page) -> pl.DataFrame:
                                                            rejected.select("syn_id", "accuracy")])
         frames += [as_set(labeled, "synthetic (labeled)"), in_band]
         if evaluated is not None:
-            seed = evaluated.filter((pl.col("problem_set") == evaluate.SEED_SET) & (pl.col("policy") == "initial"))
+            seed = evaluated.filter((pl.col("problem_set") == eval_stage.SEED_SET) & (pl.col("policy") == "initial"))
             if seed.height:
                 frames.append(pl.concat([seed, in_band]).with_columns(pl.lit("augmented").alias("problem_set")))
     return pl.concat([frame.select(columns) for frame in frames]).drop_nulls("accuracy") if frames else pl.DataFrame()
@@ -409,7 +410,7 @@ def teachability_section(page: Page) -> Section:
 def environment_section(page: Page) -> Section:
     title = "Environment"
     evaluated = RunDir(page.run_dir).summary.is_file()
-    recorded = evaluate.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
+    recorded = eval_stage.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
     settings = ", ".join(f"{name}={value}" for name, value in recorded.get("kernel_settings", {}).items())
     rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")),
             ("CPU kernels", recorded.get("cpu_kernels")), ("kernel settings", settings or "none"),

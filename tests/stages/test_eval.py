@@ -9,7 +9,7 @@ from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.run_dir import RunDir
-from sws.stages import evaluate
+from sws.stages import eval as eval_stage
 from sws.worlds.arith import generate_problems
 
 N_PER_CATEGORY = 3
@@ -37,7 +37,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) -> None:
-    evaluate.run(oracle_policy_config(), run_dir)
+    eval_stage.run(oracle_policy_config(), run_dir)
     summary = json.loads(RunDir(run_dir).summary.read_text())
     for name in ("initial", "baseline", "augmented"):
         assert summary[f"weak_solved_{name}"] == {"overall": 1.0,
@@ -52,7 +52,7 @@ def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) 
 
 
 def test_a_policy_that_is_always_wrong_solves_none(run_dir: Path) -> None:
-    evaluate.run(oracle_policy_config(labeler_error=1.0), run_dir)
+    eval_stage.run(oracle_policy_config(labeler_error=1.0), run_dir)
     weakness = read_table(run_dir, "eval/weakness")
     assert weakness["solved"].to_list() == [0.0] * weakness.height
     assert weakness.filter(pl.col("category") == "overall")["n_weak"].to_list() == [8, 8, 8]
@@ -79,7 +79,7 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
         "grading": {"workers": 1, "deadline_s": 0.5},
     })
 
-    evaluate.run(cfg, run_dir)
+    eval_stage.run(cfg, run_dir)
 
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_solved_initial"]["overall"] == 1.0  # 7 of the 7 graded, not 7 of 8
@@ -93,7 +93,7 @@ def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path
     import shutil
 
     shutil.rmtree(RunDir(run_dir).checkpoint("baseline"))
-    evaluate.run(oracle_policy_config(), run_dir)
+    eval_stage.run(oracle_policy_config(), run_dir)
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert {key for key in summary if key.startswith("weak_solved_")} == {
         "weak_solved_initial", "weak_solved_augmented"}
@@ -103,11 +103,11 @@ def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path
 
 def test_retraining_one_checkpoint_re_evaluates_only_that_one(run_dir: Path) -> None:
     cfg = oracle_policy_config()
-    evaluate.run(cfg, run_dir)
+    eval_stage.run(cfg, run_dir)
     before = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
-    assert evaluate.run(cfg, run_dir).skipped
+    assert eval_stage.run(cfg, run_dir).skipped
     (RunDir(run_dir).checkpoint("augmented") / "model.safetensors").write_text("new weights")
-    evaluate.run(cfg, run_dir)
+    eval_stage.run(cfg, run_dir)
     after = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
     assert after["initial"] == before["initial"]
     assert after["augmented"] != before["augmented"]
@@ -118,7 +118,7 @@ def test_no_checkpoint_is_a_user_error(tmp_path: Path, run_dir: Path) -> None:
 
     shutil.rmtree(run_dir / "train")
     with pytest.raises(UserError, match="sws train initial"):
-        evaluate.run(oracle_policy_config(), run_dir)
+        eval_stage.run(oracle_policy_config(), run_dir)
     assert not (run_dir / "eval").exists()
 
 
@@ -127,7 +127,7 @@ def test_weakness_table_counts_per_category_and_overall() -> None:
         "checkpoint": ["initial"] * 4, "eval_set": ["weak", "weak", "weak", "seed"],
         "problem_id": ["a", "b", "c", "a"], "category": ["x", "x", "y", "x"],
         "greedy_correct": [True, False, True, False], "n": [2] * 4, "n_correct": [1] * 4})
-    table = evaluate.weakness_table(per_problem)
+    table = eval_stage.weakness_table(per_problem)
     assert table.select("category", "n_weak", "n_solved", "solved").rows() == [
         ("x", 2, 1, 0.5), ("y", 1, 1, 1.0), ("overall", 3, 2, 2 / 3)]
 
@@ -142,7 +142,7 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
         build_policy(folder, seed=0)
     cfg = PipelineConfig.model_validate({"arith": {"n_eval_per_category": 2}, "eval": {"k": 2, "max_tokens": 8},
                                          "roles": {"policy": {"engine": "hf", "model": ""}}})
-    evaluate.run(cfg, run_dir)
+    eval_stage.run(cfg, run_dir)
     per_problem = read_table(run_dir, "eval/problems")
     assert per_problem.height == 3 * (6 + 8 + 12)
     summary = json.loads(RunDir(run_dir).summary.read_text())
@@ -154,7 +154,7 @@ def test_arith_weak_problems_get_fresh_problems_of_their_families(run_dir: Path)
     families = [p.family for p in generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])]
     write_table(run_dir, "problems", problems.with_columns(pl.Series("family", families)))
 
-    evaluate.run(oracle_policy_config(), run_dir)
+    eval_stage.run(oracle_policy_config(), run_dir)
 
     per_problem = read_table(run_dir, "eval/problems").filter(pl.col("checkpoint") == "initial")
     like = per_problem.filter(pl.col("eval_set") == "weak_like")
