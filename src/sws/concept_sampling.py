@@ -20,9 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 # Draws per wanted set before giving up on finding new distinct sets in a small category.
 ATTEMPTS_PER_SET = 20
@@ -79,6 +82,8 @@ def build_graph(concept_lists: Sequence[Sequence[str]], embedding_of: Mapping[st
                 if i != j:
                     rows.append(i)
                     cols.append(j)
+    from scipy import sparse  # loaded on first use: `sws --help` need not import scipy
+
     counts = sparse.coo_array(
         (np.ones(len(rows), dtype=np.int64), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))),
         shape=(len(concepts), len(concepts)),

@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from sws.artifacts import atomic_write
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 DPI = 120
 
 
-
-
 def new_figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
     """A figure with one set of axes, attached to the Agg canvas."""
+    # matplotlib loads on the first figure, so commands that draw none start fast.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     return figure, figure.add_subplot()

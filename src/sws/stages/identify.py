@@ -11,10 +11,10 @@ would shift the budget away from categories the log covers only in part.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
 from rich.table import Table
 
 from sws import ui
@@ -24,6 +24,9 @@ from sws.errors import UserError
 from sws.plots import bar_chart, line_chart, save_figure
 from sws.run_dir import RunDir
 from sws.stage import Option, Stage
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STAGE = "identify"
 TRAJECTORY_PLOT = "weak_trajectories.png"

@@ -16,10 +16,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from sws import ui
 from sws.artifacts import (
@@ -43,6 +42,9 @@ from sws.stages import combine, generate
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 from sws.world import get_world
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def funnel_steps() -> list[str]:
@@ -202,6 +204,8 @@ def trajectories_section(page: Page) -> Section:
         axes.plot([], [], color=colour, label=category)
     if colours:
         axes.legend(fontsize=7)
+    from matplotlib.ticker import MaxNLocator
+
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("record (each time the problem was rolled out)")
     axes.set_ylabel("accuracy of the rollout group")
