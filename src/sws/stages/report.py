@@ -192,6 +192,8 @@ def trajectories_section(page: Page) -> Section:
     weakness = page.table("weakness")
     if weakness is None:
         return Section(title, page.missing("weakness"))
+    from matplotlib.ticker import MaxNLocator
+
     weak = weakness.filter(pl.col("weak")).sort("category", "problem_id")
     colours = {category: f"C{i}" for i, category in enumerate(sorted(set(weak["category"])))}
     per_category = page.cfg.report.max_trajectories // max(1, len(colours))
@@ -204,8 +206,6 @@ def trajectories_section(page: Page) -> Section:
         axes.plot([], [], color=colour, label=category)
     if colours:
         axes.legend(fontsize=7)
-    from matplotlib.ticker import MaxNLocator
-
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("record (each time the problem was rolled out)")
     axes.set_ylabel("accuracy of the rollout group")
