@@ -329,11 +329,7 @@ class PipelineConfig(Section):
             try:
                 data["world_settings"] = world.settings_model.model_validate(section)
             except ValidationError as exc:
-                error = exc.errors()[0]
-                where = ".".join(str(part) for part in (name, *error["loc"]))
-                if error["type"] == "extra_forbidden":
-                    raise ValueError(f"unknown key '{where}'; remove it or check its spelling") from None
-                raise ValueError(f"field '{where}': {error['msg']}") from None
+                raise ValueError(error_text(exc.errors()[0], (name,))) from None
         return data
 
     @model_serializer(mode="wrap")
@@ -386,14 +382,19 @@ def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
     )
 
 
+def error_text(error: Any, prefix: tuple[str, ...] = ()) -> str:
+    """One pydantic error as a line naming the key (under `prefix`) and what is wrong with it."""
+    where = ".".join(str(part) for part in (*prefix, *error["loc"])) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key '{where}'; remove it or check its spelling"
+    return f"field '{where}': {error['msg']}"
+
+
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:
     error = exc.errors()[0]
     if error["type"] == "value_error" and not error["loc"]:  # a whole-config rule, which words its own message
         return UserError(f"{source}: {error['ctx']['error']}")
-    where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    if error["type"] == "extra_forbidden":
-        return UserError(f"{source}: unknown key '{where}'; remove it or check its spelling")
-    return UserError(f"{source}: field '{where}': {error['msg']}")
+    return UserError(f"{source}: {error_text(error)}")
 
 
 def parse_config(data: dict[str, Any], source: Path | str) -> PipelineConfig:
