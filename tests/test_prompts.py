@@ -14,6 +14,7 @@ STEP_VALUES = {
                  "request": "This is variant 2 of this concept set."},
     "rate": {"problem": "Compute 47+85."},
     "label": {"problem": "Compute 47+85."},
+    "categorize": {"problem": "Compute 47+85.", "categories": "- addition\n- subtraction"},
 }
 
 

@@ -61,6 +61,8 @@ class RolesConfig(Section):
     # An empty model means the run's initial checkpoint (train/initial/final).
     policy: EngineConfig = Field(default_factory=lambda: EngineConfig(engine="hf", model="", temperature=1.0))
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    # Labels problems without a category (`prepare.categorize`), in `sws prepare` and in `sws select`'s pool.
+    categorizer: EngineConfig | None = None
 
 
 class PrepareConfig(Section):
@@ -71,6 +73,12 @@ class PrepareConfig(Section):
     category_field: str | None = None
     id_field: str | None = None
     categories: list[str] | None = None
+    # true: the categorizer labels rows without a category with one of `categories` (None: the world's list);
+    # "all": every row, whatever its input category.
+    categorize: bool | Literal["all"] = False
+    # A reply outside the list, unparsed or cut off is asked again (new seed) up to this many times; then the row
+    # stays `uncategorized`.
+    categorize_retries: int = Field(2, ge=0)
 
 
 class IngestConfig(Section):

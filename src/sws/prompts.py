@@ -29,7 +29,7 @@ import yaml
 
 from sws.errors import UserError
 
-TEMPLATE_NAMES = ("extract", "generate", "rate", "label")
+TEMPLATE_NAMES = ("extract", "generate", "rate", "label", "categorize")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 FRONT_MATTER = re.compile(r"\A---\n(?P<header>.*?)\n---\n(?P<body>.*)\Z", re.DOTALL)
 

@@ -13,7 +13,10 @@ with a `reject_reason`; of repeats, the first copy stays.
   `and`, spaces, `_` and `-` (`Counting_Probability` = `counting and probability`); the spelling is the one in
   `prepare.categories` when given, else a world's category name (MATH subjects, arith), else the most common
   spelling.
-  Rows without a category field get `uncategorized`.
+  Rows without a category field get `uncategorized`. With `prepare.categorize` (true: those rows; "all": every
+  row) the `categorizer` role labels them with one category of `prepare.categories` (None: the world's list) and a
+  one-sentence summary (`sws.categorize`); every row carries `category_source` (`input`, `model` or `none`) and
+  `category_summary`.
 - `problem_id`: the id field's value when present, else a hash of the problem text (whitespace collapsed), so
   the same problem gets the same id in every run.
 - `source`: the input's `source` field when present, else the preset name, else the file's stem.
@@ -41,9 +44,11 @@ from sws.artifacts import (
     write_rejected,
     write_table,
 )
-from sws.config import PipelineConfig, PrepareConfig
+from sws.categorize import UNCATEGORIZED, Categorizer, category_key, category_list, with_category_source
+from sws.config import PipelineConfig, PrepareConfig, require_roles
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
+from sws.prompts import load_template
 from sws.rollouts import TEXT_FIELDS, normalise_text
 from sws.stage import Stage
 from sws.world import all_worlds
@@ -51,7 +56,7 @@ from sws.world import all_worlds
 STAGE = "prepare"
 # The public math sets shipped inside the package (see its data/README.md), so an installed sws finds them.
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-DEFAULT_CATEGORY = "uncategorized"
+DEFAULT_CATEGORY = UNCATEGORIZED
 GENERIC_FIELDS = {
     "problem": TEXT_FIELDS,
     "answer": ("answer", "expected_answer", "final_answer"),
@@ -122,11 +127,6 @@ def detect_preset(path: Path, columns: list[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- categories
-
-
-def category_key(name: str) -> str:
-    """What two spellings of one category share: lower-case letters and digits, without `and`."""
-    return "".join(word for word in re.findall(r"[a-z0-9]+", name.lower()) if word != "and")
 
 
 def canonical_categories(names: list[str], allowed: list[str] | None = None) -> dict[str, str]:
@@ -209,9 +209,13 @@ def content_id(problem: str) -> str:
 
 
 def normalize_records(
-    records: pl.DataFrame, source: Path, settings: PrepareConfig, preset_name: str | None
+    records: pl.DataFrame, source: Path, settings: PrepareConfig, preset_name: str | None,
+    categorize: Categorizer | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(problems, rejected) from a raw table; UserError for a table that cannot be a seed set."""
+    """(problems, rejected) from a raw table; UserError for a table that cannot be a seed set.
+
+    Every row gets `category_source` and `category_summary` (`sws.categorize`); `categorize` labels the kept rows
+    `prepare.categorize` asks for (a row without a category is then kept whatever `prepare.categories` says)."""
     if records.height == 0:
         raise UserError(f"{source}: has no rows; pass a seed set with at least one problem")
     preset = PRESETS[preset_name] if preset_name else None
@@ -219,12 +223,16 @@ def normalize_records(
     table = _problem_table(records, fields, preset, source, default_source=preset_name or Path(source).stem)
     spellings = canonical_categories(table["category"].unique().to_list(), settings.categories)
     table = table.with_columns(pl.col("category").replace_strict(spellings, default=pl.col("category")))
-    kept, rejected = split_rejected(table, allowed_categories=set(spellings.values()))
+    labeling = settings.categorize if categorize else False
+    # Labeled rows get a category of the list, so only rows that keep their input category are checked.
+    allowed = (set(table["category"]) if labeling == "all" else
+               set(spellings.values()) | ({DEFAULT_CATEGORY} if labeling else set()))
+    kept, rejected = split_rejected(with_category_source(table), allowed_categories=allowed)
     if kept.height == 0:
         counts = ", ".join(f"{n} {reason}" for reason, n in Counter(rejected["reject_reason"].to_list()).items())
         raise UserError(f"{source}: none of its {records.height} rows is usable ({counts}); check the field options "
                         "and prepare.categories")
-    return kept, rejected
+    return (categorize(kept) if categorize else kept), rejected
 
 
 def _problem_table(
@@ -318,10 +326,14 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         raise UserError(f"{input_path}: file not found; pass --input (prepare.input) a JSON list, JSONL or Parquet file")
     outputs = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems")]
 
+    categorizer = Categorizer(cfg, run_dir, "label categories")
+    if settings.categorize:
+        require_roles(cfg, ["categorizer"], "the pipeline config")
+
     def body() -> StageResult:
         records = read_records(input_path)
         preset = settings.preset or detect_preset(input_path, records.columns)
-        problems, rejected = normalize_records(records, input_path, settings, preset)
+        problems, rejected = normalize_records(records, input_path, settings, preset, categorizer)
         write_table(run_dir, "problems", problems)
         write_rejected(run_dir, "problems", rejected)
         reasons = dict(Counter(rejected["reject_reason"].to_list()))
@@ -330,13 +342,30 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
                 f"{'category' if n_categories == 1 else 'categories'} from {input_path}"
                 f"{f' (preset {preset})' if preset else ''} -> {outputs[0]}; {rejected.height} rejected"
                 + (f" ({', '.join(f'{n} {reason}' for reason, n in reasons.items())})" if reasons else ""))
+        info = {"preset": preset, "n_categories": n_categories, "rejected": reasons}
+        if settings.categorize:
+            funnel = categorizer.funnel()
+            ui.info(f"{STAGE}: the categorizer labeled {funnel.kept} of {funnel.rows_in} problems"
+                    + (f"; {funnel.rows_in - funnel.kept} stay {DEFAULT_CATEGORY}" if funnel.kept < funnel.rows_in
+                       else ""))
+            info["funnel"] = funnel.as_info()
         return StageResult(STAGE, rows={"problems": problems.height, "problems.rejected": rejected.height},
-                           info={"preset": preset, "n_categories": n_categories, "rejected": reasons})
+                           info=info)
 
-    return run_stage(run_dir, STAGE, config={"prepare": settings.model_dump(mode="json")}, inputs=[input_path],
-                     outputs=outputs, body=body, force=force)
+    return run_stage(run_dir, STAGE, config={"prepare": settings.model_dump(mode="json"),
+                                             **categorizer_identity(cfg)},
+                     inputs=[input_path], outputs=outputs, body=body, force=force)
+
+
+def categorizer_identity(cfg: PipelineConfig) -> dict:
+    """What decides the labels when `prepare.categorize` is on (part of a manifest's config)."""
+    if not cfg.prepare.categorize:
+        return {}
+    return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
+            "categories": category_list(cfg), "categorize_prompt": load_template("categorize").digest}
 
 
 DECLARED = (Stage(
     STAGE, "Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a "
-    "reason).", run, writes=("problems",), section="prepare", command="sws prepare"),)
+    "reason); with prepare.categorize, the categorizer labels rows without a category.", run, writes=("problems",),
+    section="prepare", funnel=True, command="sws prepare"),)

@@ -215,3 +215,22 @@ def test_failure_knobs_leave_every_other_draw_unchanged():
 
 def test_ignores_n_answers_one_completion_per_request():
     assert [len(samples) for samples in oracle(ignores_n=True).generate([label_request(n=4)])] == [1]
+
+
+def categorize_requests(problems: list, categories: list[str]) -> list[Request]:
+    return [Request(prompt="(rendered categorize prompt)", task="categorize", seed=index,
+                    fields={"problem": problem.problem, "categories": categories})
+            for index, problem in enumerate(problems)]
+
+
+def test_the_oracle_categorizer_labels_every_problem_right_without_noise_and_some_wrong_with_it():
+    from sws.categorize import parse_label
+
+    problems = generate_problems(600, seed=3)
+    categories = list(CATEGORIES)
+    exact = oracle().generate(categorize_requests(problems, categories))
+    assert [parse_label(samples[0].text, categories).category for samples in exact] == [p.category for p in problems]
+    noisy = oracle(categorizer_error=0.3).generate(categorize_requests(problems, categories))
+    wrong = sum(parse_label(samples[0].text, categories).category != p.category
+                for samples, p in zip(noisy, problems, strict=True))
+    assert abs(wrong / len(problems) - 0.3) < 0.07

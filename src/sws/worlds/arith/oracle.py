@@ -9,11 +9,13 @@ produce, so the pipeline's prompt rendering and output parsing are exercised for
   problem under a `### Problem` line (instance k >= 1: another variant of the same request; direction
   easier / harder: a problem easier or harder than the source problem, on its concepts);
 - `rate` {problem}: a short assessment ending in `Verdict: perfect|acceptable|bad`;
-- `label` / `answer` {problem}: step-by-step work ending in `\\boxed{answer}`.
+- `label` / `answer` {problem}: step-by-step work ending in `\\boxed{answer}`;
+- `categorize` {problem, categories}: a one-sentence summary, the problem's category of the list, the end marker.
 
 Noise, from `EngineConfig.options` (rates in [0, 1]): `ill_posed`, `multi_part`, `multiple_choice`, `proof`,
 `true_false`, `answer_leak` (defects of generated problems, at most one per problem, so their sum is at most 1),
-`judge_error` (a verdict is wrong), `labeler_error` (an answer is a plausible wrong integer); `seed` shifts every
+`judge_error` (a verdict is wrong), `labeler_error` (an answer is a plausible wrong integer), `categorizer_error`
+(a category is another one of the list); `seed` shifts every
 draw. Each completion is deterministic given the seed, the request's seed and fields, and the sample index; at
 temperature 0 all samples of a request are identical, as with a real model.
 
@@ -39,9 +41,9 @@ from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
 
 FAILURE_RATES = ("run_on", "cut_off", "rubber_stamp")
-NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error", *FAILURE_RATES)
+NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error", "categorizer_error", *FAILURE_RATES)
 FLAGS = ("seed", "ignores_n")
-TASKS = ("extract", "generate", "rate", "label", "answer")
+TASKS = ("extract", "generate", "rate", "label", "answer", "categorize")
 
 
 def _noise_rates(options: dict[str, Any]) -> dict[str, float]:
@@ -125,6 +127,9 @@ class OracleEngine(Engine):
             if self._fails("rubber_stamp", request, sample_index):
                 return teacher.RUBBER_STAMP
             return teacher.rate_text(self._field(request, "problem"), self.rates.get("judge_error", 0.0), rng)
+        if task == "categorize":
+            return teacher.categorize_text(self._field(request, "problem"), list(self._field(request, "categories")),
+                                           self.rates.get("categorizer_error", 0.0), rng)
         if task in ("label", "answer"):
             return teacher.label_text(self._field(request, "problem"), self.rates.get("labeler_error", 0.0), rng)
         raise UserError(

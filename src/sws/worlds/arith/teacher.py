@@ -237,3 +237,21 @@ def label_text(problem: str, labeler_error: float, rng: random.Random) -> str:
         steps[-1] = f"{steps[-1].rsplit(' ', 1)[0]} {answer}."
     work = "\n".join(f"Step {index}: {step}" for index, step in enumerate(steps, start=1))
     return f"Let me work through it.\n{work}\nThe final answer is \\boxed{{{answer}}}."
+
+
+# ---------------------------------------------------------------- categorize
+
+
+def categorize_text(problem: str, categories: list[str], categorizer_error: float, rng: random.Random) -> str:
+    """A one-sentence summary, then the problem's domain from `categories` and the end marker; a wrong domain of
+    the list at rate `categorizer_error`, and one drawn at random when the problem's category is not listed."""
+    truth = solve(problem)
+    wrong = rng.random() < categorizer_error and len(categories) > 1
+    if truth.category in categories and not wrong:
+        domain = truth.category
+    else:
+        domain = rng.choice([category for category in categories if category != truth.category] or categories)
+    skill = truth.concepts[0] if truth.concepts else "careful reading"
+    preamble = rng.choice(["", "", "Let me look at what the problem asks.\n"])
+    return (f"{preamble}Summary: The problem asks for the value of an arithmetic expression, which takes {skill}.\n"
+            f"Domain: {domain}\nEND OF LABEL")

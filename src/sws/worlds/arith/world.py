@@ -30,7 +30,8 @@ FRESH_DRAWS = 50
 class ArithWorld(World):
     name = "arith"
     settings_model = ArithSettings
-    default_roles = {"extractor": ORACLE, "generator": ORACLE, "judges": [ORACLE], "labeler": ORACLE}
+    default_roles = {"extractor": ORACLE, "generator": ORACLE, "judges": [ORACLE], "labeler": ORACLE,
+                     "categorizer": ORACLE}
     engines = {"oracle": "sws.worlds.arith.oracle:OracleEngine"}
     categories = tuple(CATEGORIES)
     teacher_note = (
