@@ -47,3 +47,24 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path.write_bytes(b"not parquet")
     vectors = embeddings.embed_texts(["a"], EmbedderConfig(model="constant"), tmp_path)
     assert np.allclose(vectors, [[2**-0.5, 2**-0.5]])
+
+
+def test_chunks_match_embed_texts_and_a_cached_chunk_is_not_embedded_again(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    class CountingModel:
+        def encode(self, texts: list[str], **_: object) -> np.ndarray:
+            calls.append(list(texts))
+            return np.array([[len(text), 1.0, 0.0] for text in texts])
+
+    monkeypatch.setattr(embeddings, "load_model", lambda name: CountingModel())
+    config = EmbedderConfig(model="counting")
+    texts = [f"problem {'x' * index}" for index in range(7)]
+    first = list(embeddings.embed_in_chunks(texts, config, tmp_path / "chunks", chunk_size=3))
+    assert [len(chunk) for chunk in first] == [3, 3, 1] and len(calls) == 3
+    assert np.allclose(np.concatenate(first), embeddings.embed_texts(texts, config))
+    calls.clear()
+    again = list(embeddings.embed_in_chunks(texts[:6] + ["a new one"], config, tmp_path / "chunks", chunk_size=3))
+    assert calls == [["a new one"]]
+    assert np.allclose(np.concatenate(again[:2]), np.concatenate(first[:2]))

@@ -167,6 +167,9 @@ class SelectConfig(Section):
     # A JSON list, JSONL or Parquet file of problems, read with `prepare`'s field settings.
     pool: str | None = None
     budget: int = Field(200, ge=0)
+    # The selected problems the initial policy solves too rarely or too often (outside filter.band, with
+    # filter.rollouts samples each) are dropped, as `sws filter` drops synthetic ones.
+    band: bool = False
 
 
 class MixConfig(Section):

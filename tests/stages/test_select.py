@@ -91,3 +91,40 @@ def test_the_command_comes_from_the_declaration_and_a_missing_pool_is_one_line(t
     assert result.exit_code == 2 and "none.jsonl: file not found (select.pool)" in result.output
     with pytest.raises(UserError, match="select.pool: no pool given"):
         stage.run(PipelineConfig(), tmp_path)
+
+
+def test_a_pool_without_categories_is_labeled_by_the_categorizer_first(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    problems = write_identified_run(run_dir)
+    pool = write_pool(tmp_path / "pool.jsonl", problems, tmp_path / "benchmark.jsonl")
+    truth = {}
+    rows = []
+    for line in pool.read_text().splitlines():
+        row = json.loads(line)
+        truth[row["problem"]] = row.pop("category")
+        rows.append(row)
+    pool.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30},
+                                         "prepare": {"categorize": True}})
+    stage.run(cfg, run_dir)
+    selected = read_table(run_dir, "selected")
+    assert selected.height == 30
+    assert all(truth[problem] == category for problem, category in selected.select("problem", "category").iter_rows())
+    rejected = pl.read_parquet(rejected_path(run_dir, "selected"))
+    assert set(rejected.filter(pl.col("reject_reason") == "beyond_budget")["category_source"]) == {"model"}
+
+
+def test_with_the_band_only_problems_the_policy_solves_sometimes_stay(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    problems = write_identified_run(run_dir)
+    pool = write_pool(tmp_path / "pool.jsonl", problems, tmp_path / "benchmark.jsonl")
+    policy = {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.5}}
+    cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30, "band": True},
+                                         "roles": {"policy": policy}, "filter": {"rollouts": 4}})
+    stage.run(cfg, run_dir)
+    selected = read_table(run_dir, "selected")
+    rejected = pl.read_parquet(rejected_path(run_dir, "selected"))
+    out_of_band = rejected.filter(pl.col("reject_reason").str.starts_with("too "))
+    assert 0 < selected.height < 30 and selected.height + out_of_band.height == 30
+    assert all((accuracy < 0.25) == reason.startswith("too hard") and (accuracy < 0.25 or accuracy > 0.75)
+               for accuracy, reason in out_of_band.select("accuracy", "reject_reason").iter_rows())

@@ -2,19 +2,28 @@
 take the pool problems nearest to the run's weak ones, under the synthesis budget's split by fail ratio.
 
 Reads the pool through `sws prepare`'s reader and schema (a JSON list, JSONL or Parquet file; fields as
-`prepare`'s options name them, else the usual names), `weakness.parquet`, `categories.parquet` and
-`problems.parquet`; writes `selected.parquet` (problem_id, problem, answer, category, source = `sel/<pool>`,
-distance, nearest_weak_id) and `selected.rejected.parquet`. Per category with weak problems, `select.budget`
-is split by `share` (the largest-remainder rule synthesis uses); each pool problem's distance is the cosine
-distance of its embedding (the run's embedder) to the nearest weak problem of its category, and the nearest
-come first, each at most once. A pool problem that duplicates a seed problem, a reference (benchmark) problem
-or an earlier pool problem is rejected by the rule generate uses (`reference_index`); so is one of a category
-without weak problems, and one past its category's budget (`beyond_budget`).
+`prepare`'s options name them, else the usual names; with `prepare.categorize`, the categorizer labels the pool
+rows without a category), `weakness.parquet`, `categories.parquet` and `problems.parquet`; writes
+`selected.parquet` (problem_id, problem, answer, category, source = `sel/<pool>`, distance, nearest_weak_id) and
+`selected.rejected.parquet`.
+
+Per category with weak problems, `select.budget` is split by `share` (the largest-remainder rule synthesis uses);
+each pool problem's distance is the cosine distance of its embedding (the run's embedder) to the nearest weak
+problem of its category, and the nearest come first, each at most once. The pool is embedded `POOL_CHUNK` rows at
+a time (each chunk cached under `cache/embeddings/`), so a pool of a million problems never has a million
+embeddings in memory: per row only its distance and nearest weak problem are kept.
+
+Rejected, with a reason: a pool problem that duplicates a seed or reference (benchmark) problem by the rule
+generate uses (`reference_index`), the reasons `prepare` rejects rows for (an empty problem, a repeated one...),
+one of a category without weak problems (`category_without_weakness`), one past its category's budget
+(`beyond_budget`), and with `select.band` one the initial policy solves too rarely or too often (the band of
+`sws filter`, `filter.band`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -33,15 +42,21 @@ from sws.artifacts import (
     write_table,
 )
 from sws.budget import largest_remainder
-from sws.config import PipelineConfig
-from sws.embeddings import embed_texts
+from sws.categorize import Categorizer
+from sws.config import PipelineConfig, require_roles
+from sws.embeddings import chunk_cache_dir, embed_in_chunks, embed_texts
 from sws.errors import UserError
+from sws.policy import policy_role
 from sws.stage import Option, Stage
 from sws.stages.generate import reference_index
-from sws.stages.prepare import normalize_records
+from sws.stages.prepare import categorizer_identity, normalize_records
 
 STEP = "select"
 PROBLEM_COLUMNS = ("problem_id", "problem", "answer", "category", "source")
+SELECTED_SCHEMA = {**dict.fromkeys(PROBLEM_COLUMNS, STR), "distance": pl.Float64, "nearest_weak_id": STR}
+# Pool rows embedded (and cached) together: what sits in memory of a pool's embeddings at any time.
+POOL_CHUNK = 4096
+ChunkEmbedder = Callable[[list[str]], Iterable[np.ndarray]]
 
 
 def category_budgets(categories: pl.DataFrame, budget: int) -> dict[str, int]:
@@ -50,31 +65,69 @@ def category_budgets(categories: pl.DataFrame, budget: int) -> dict[str, int]:
     return largest_remainder(shares, budget) if shares else {}
 
 
-def nearest_weak(pool: np.ndarray, weak: np.ndarray, weak_ids: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Per pool row: the cosine distance to its nearest weak problem (rows are L2-normalised), and that one's id."""
-    similarity = pool @ weak.T
-    nearest = similarity.argmax(axis=1)
-    return 1.0 - similarity[np.arange(len(pool)), nearest], [weak_ids[index] for index in nearest]
+def nearest_weak(chunks: Iterable[np.ndarray], weak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pool row, chunk by chunk: the cosine distance to its nearest weak problem (rows are L2-normalised), and
+    that one's row in `weak`."""
+    distances, nearest = [np.zeros(0, np.float32)], [np.zeros(0, np.int64)]
+    for chunk in chunks:
+        similarity = chunk @ weak.T
+        index = similarity.argmax(axis=1)
+        distances.append(1.0 - similarity[np.arange(len(chunk)), index])
+        nearest.append(index)
+    return np.concatenate(distances), np.concatenate(nearest)
 
 
-def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embed) -> tuple[pl.DataFrame, list[dict]]:
-    """The nearest pool problems per category under its budget, and the rows past it (rejected)."""
+def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embed_weak: Callable[[list[str]], np.ndarray],
+           embed_pool: ChunkEmbedder) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The nearest pool problems per category under its budget, and the rows past it (with their distance)."""
     selected, beyond = [], []
     for category, quota in budgets.items():
         candidates = pool.filter(pl.col("category") == category)
         weak_here = weak.filter(pl.col("category") == category)
         if candidates.height == 0 or weak_here.height == 0:
             continue
-        distances, nearest_ids = nearest_weak(embed(candidates["problem"].to_list()),
-                                              embed(weak_here["problem"].to_list()), weak_here["problem_id"].to_list())
+        distances, nearest = nearest_weak(embed_pool(candidates["problem"].to_list()),
+                                          embed_weak(weak_here["problem"].to_list()))
         ranked = candidates.with_columns(pl.Series("distance", distances.astype(np.float64)),
-                                         pl.Series("nearest_weak_id", nearest_ids, dtype=STR))
+                                         pl.Series("nearest_weak_id", weak_here["problem_id"].gather(nearest),
+                                                   dtype=STR))
         ranked = ranked.with_row_index("position").sort(["distance", "position"]).drop("position")
-        selected.append(ranked.head(quota))
-        beyond.extend({**row, "reject_reason": "beyond_budget"} for row in ranked.slice(quota).iter_rows(named=True))
-    columns = {**{name: STR for name in PROBLEM_COLUMNS}, "distance": pl.Float64, "nearest_weak_id": STR}
-    kept = pl.concat([frame.select(*columns) for frame in selected]) if selected else pl.DataFrame(schema=columns)
-    return kept, beyond
+        selected.append(ranked.head(quota).select(*SELECTED_SCHEMA))
+        beyond.append(ranked.slice(quota).with_columns(reject_reason=pl.lit("beyond_budget")))
+    kept = pl.concat(selected) if selected else pl.DataFrame(schema=SELECTED_SCHEMA)
+    return kept, pl.concat(beyond, how="diagonal_relaxed") if beyond else pl.DataFrame()
+
+
+def not_duplicates(cfg: PipelineConfig, run_dir: Path, pool: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The pool rows that duplicate no seed or reference problem, and the others with the reason. Repeats within
+    the pool were already rejected by `prepare`'s rule, so the pool itself is not indexed."""
+    duplicates = reference_index(cfg, run_dir)
+    reasons = []
+    for problem in pool["problem"]:
+        match = duplicates.find(problem)
+        reasons.append(None if match is None else f"duplicate_of_{match.split(':', 1)[0]}")
+    marked = pool.with_columns(reject_reason=pl.Series(reasons, dtype=STR))
+    return (marked.filter(pl.col("reject_reason").is_null()).drop("reject_reason"),
+            marked.filter(pl.col("reject_reason").is_not_null()))
+
+
+def in_band(cfg: PipelineConfig, run_dir: Path, selected: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`select.band`: the selected problems whose accuracy under the initial policy lies in `filter.band`, as
+    `sws filter` keeps synthetic ones; the others with the reason."""
+    from sws.stages.filter import BAND_TOLERANCE
+    from sws.stages.score import policy_graded_counts
+
+    low, high = cfg.filter.band
+    counts = policy_graded_counts(cfg, run_dir, policy_role(cfg, run_dir),
+                                  selected.rename({"problem_id": "syn_id"}))
+    accuracy = pl.Series("accuracy", [n_correct / n if n else None for n, n_correct in counts], dtype=pl.Float64)
+    scored = selected.with_columns(accuracy)
+    fits = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
+    rejected = scored.filter(~fits).with_columns(
+        reject_reason=pl.when(pl.col("accuracy").is_null()).then(pl.lit("ungraded"))
+        .when(pl.col("accuracy") < low).then(pl.lit(f"too hard: accuracy below {low:g}"))
+        .otherwise(pl.lit(f"too easy: accuracy above {high:g}")))
+    return scored.filter(fits).drop("accuracy"), rejected
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
@@ -84,46 +137,57 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     pool_path = Path(cfg.select.pool)
     if not pool_path.is_file():
         raise UserError(f"{pool_path}: file not found (select.pool); pass a JSON list, JSONL or Parquet file")
+    if cfg.prepare.categorize:
+        require_roles(cfg, ["categorizer"], "the pipeline config")
+    band_config = {}
+    if cfg.select.band:
+        policy = policy_role(cfg, run_dir)
+        band_config = {"band": list(cfg.filter.band), "filter": cfg.filter.model_dump(mode="json", exclude={
+            "shard_size"}), "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature}
     inputs = [pool_path, *(table_path(run_dir, name) for name in ("problems", "weakness", "categories"))]
     outputs = [table_path(run_dir, "selected"), rejected_path(run_dir, "selected")]
 
     def body() -> StageResult:
-        pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None)
+        categorizer = Categorizer(cfg, run_dir, "label pool categories")
+        pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
         pool = pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}"))
-        duplicates = reference_index(cfg, run_dir)
-        fresh, rejected_rows = [], [dict(row) for row in rejected.iter_rows(named=True)]
-        for row in pool.iter_rows(named=True):
-            match = duplicates.find(row["problem"])
-            if match is None:
-                duplicates.add(row["problem"], f"pool:{row['problem_id']}")
-                fresh.append(row)
-            else:
-                rejected_rows.append({**row, "reject_reason": f"duplicate_of_{match.split(':', 1)[0]}"})
-        fresh_pool = pl.DataFrame(fresh, schema=pool.schema)
+        fresh, duplicates = not_duplicates(cfg, run_dir, pool)
         budgets = category_budgets(read_table(run_dir, "categories"), cfg.select.budget)
-        rejected_rows += [{**row, "reject_reason": "category_without_weakness"}
-                          for row in fresh_pool.filter(~pl.col("category").is_in(list(budgets))).iter_rows(named=True)]
+        without_weakness = fresh.filter(~pl.col("category").is_in(list(budgets)))
         weakness = read_table(run_dir, "weakness").filter(pl.col("weak")).select("problem_id")
         weak = read_table(run_dir, "problems").join(weakness, on="problem_id", how="semi")
-
-        def embed(texts: list[str]) -> np.ndarray:
-            return embed_texts(texts, cfg.roles.embedder, run_dir)
-
-        selected, beyond = select(fresh_pool, weak, budgets, embed)
+        selected, beyond = select(
+            fresh.filter(pl.col("category").is_in(list(budgets))), weak, budgets,
+            lambda texts: embed_texts(texts, cfg.roles.embedder, run_dir),
+            lambda texts: embed_in_chunks(texts, cfg.roles.embedder,
+                                          chunk_cache_dir(run_dir, cfg.roles.embedder.model), POOL_CHUNK))
+        out_of_band = pl.DataFrame()
+        if cfg.select.band and selected.height:
+            selected, out_of_band = in_band(cfg, run_dir, selected)
+        rejected_frame = pl.concat([
+            rejected, duplicates,
+            without_weakness.with_columns(reject_reason=pl.lit("category_without_weakness")), beyond, out_of_band,
+        ], how="diagonal_relaxed")
         write_table(run_dir, "selected", selected)
-        rejected_frame = pl.DataFrame([*rejected_rows, *beyond], infer_schema_length=None)
-        write_rejected(run_dir, "selected", rejected_frame if rejected_frame.height else
-                       pl.DataFrame(schema={**pool.schema, "reject_reason": STR}))
-        reasons = dict(Counter(row["reject_reason"] for row in [*rejected_rows, *beyond]))
+        write_rejected(run_dir, "selected", rejected_frame)
+        reasons = dict(Counter(rejected_frame["reject_reason"].to_list()))
         ui.info(f"{STEP}: {selected.height} of {pool.height + rejected.height} pool problems selected "
                 f"(budget {cfg.select.budget}) -> {outputs[0]}")
-        return StageResult(STEP, rows={"selected": selected.height}, info={
-            "per_category": dict(Counter(selected["category"].to_list())), "budgets": budgets, "rejected": reasons})
+        if without_weakness.height == fresh.height and fresh.height:
+            ui.info(f"{STEP}: no pool problem is in a category with weak problems; if the pool has no categories, "
+                    "set prepare.categorize: true to label it")
+        info = {"per_category": dict(Counter(selected["category"].to_list())), "budgets": budgets,
+                "rejected": reasons}
+        if cfg.prepare.categorize:
+            info["categorize"] = categorizer.funnel().as_info()
+        return StageResult(STEP, rows={"selected": selected.height, "selected.rejected": rejected_frame.height},
+                           info=info)
 
     return run_stage(run_dir, STEP, config={"select": cfg.select.model_dump(mode="json"), "prepare":
                                             cfg.prepare.model_dump(mode="json", exclude={"input", "preset"}),
                                             "embedder": cfg.roles.embedder.model,
-                                            "references": cfg.synthesize.reference_files},
+                                            "references": cfg.synthesize.reference_files,
+                                            **categorizer_identity(cfg), **band_config},
                      inputs=inputs, outputs=outputs, body=body, force=force)
 
 
