@@ -1,4 +1,4 @@
-"""`sws world seed-set|bootstrap|accuracy`: the arith world's own commands."""
+"""`sws world seed-set|pool|bootstrap|accuracy`: the arith world's own commands."""
 
 from __future__ import annotations
 
@@ -31,6 +31,24 @@ def seed_set(
         categories.split(",") if categories else None, levels.split(",") if levels else None,
     )
     ui.info(f"wrote {count} arith problems to {out}")
+
+
+def pool(
+    run: Annotated[Path, typer.Option(help="Run directory after `sws prepare` (its seed set and config).")],
+    out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
+    n: Annotated[int, typer.Option("--n", help="Number of pool problems.", min=1)] = 3000,
+) -> None:
+    """Write a selection pool for `sws select`: fresh problems of every family, none a seed or held-out problem."""
+    from sws.artifacts import read_table
+    from sws.config import load_run_config
+    from sws.errors import UserError
+    from sws.run_dir import RunDir
+    from sws.worlds.arith.pool import write_pool
+
+    if not RunDir(run).table("problems").exists():
+        raise UserError(f"{RunDir(run).table('problems')}: not found; run `sws prepare --run {run}` first")
+    count = write_pool(out, load_run_config(run), read_table(run, "problems"), n)
+    ui.info(f"wrote {count} arith pool problems to {out}")
 
 
 def bootstrap(
@@ -71,6 +89,8 @@ def _print_accuracy(model: Path, n_per_category: int | None, seed: int, title: s
 def add_commands(group: typer.Typer, command: Any) -> None:
     command("seed-set", group=group,
             epilog="Example: sws world seed-set --out runs/demo/seed.jsonl --n 600 --seed 0")(seed_set)
+    command("pool", group=group,
+            epilog="Example: sws world pool --run runs/demo --out runs/demo/pool.jsonl --n 3000")(pool)
     command("bootstrap", group=group, epilog="Example: sws world bootstrap --steps 1500 --seed 0")(bootstrap)
     command("accuracy", group=group,
             epilog="Example: sws world accuracy --model runs/demo/train/initial/final")(accuracy)

@@ -1,0 +1,39 @@
+"""The arith world's selection pool: fresh problems of every family for `sws select --pool`, none of them a seed
+problem or a problem of the held-out evaluation set (by `problem_key`, the duplicate rule of prepare and mix), so
+selecting from it never trains on what the evaluation measures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from sws.artifacts import write_text
+from sws.config import PipelineConfig
+from sws.near_duplicates import problem_key
+from sws.worlds.arith.families import generate_problems
+
+# The pool's problems come from a seed stream neither the seed set nor the held-out sets use.
+POOL_SEED_OFFSET = 15485863
+
+
+def write_pool(path: Path, cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> int:
+    """Write up to `n` pool problems (fields id, problem, answer, category, level, family) as JSONL; return the
+    count."""
+    from sws.worlds.arith.world import WORLD
+
+    held_out = WORLD.heldout_set("arith", cfg, seed_problems)
+    taken = {problem_key(text) for text in [*seed_problems["problem"], *held_out["problem"]]}
+    drawn = generate_problems(2 * n, seed=cfg.seed + POOL_SEED_OFFSET)
+    fresh = []
+    for problem in drawn:
+        key = problem_key(problem.problem)
+        if key not in taken and len(fresh) < n:  # small families (the times table) repeat: each problem once
+            taken.add(key)
+            fresh.append(problem)
+    lines = [json.dumps({"id": f"pool-{cfg.seed}-{index:06d}", "problem": p.problem, "answer": p.answer,
+                         "category": p.category, "level": p.level, "family": p.family})
+             for index, p in enumerate(fresh)]
+    write_text(Path(path), "".join(line + "\n" for line in lines))
+    return len(lines)
