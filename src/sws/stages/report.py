@@ -139,6 +139,7 @@ def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
     return [
         ("extractor", cfg.roles.extractor), ("generator", cfg.roles.generator), ("labeler", cfg.roles.labeler),
         ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges)),
+        *([("categorizer", cfg.roles.categorizer)] if cfg.prepare.categorize and cfg.roles.categorizer else []),
     ]
 
 
