@@ -2,6 +2,9 @@
 the pool embedded `POOL_CHUNK` rows at a time) against a plain NumPy brute force that holds every pool embedding
 at once, on the same data.
 
+A third line runs the whole `sws select` stage on a run directory (pool read from Parquet through prepare's
+reader, checked against the seed set, written with its rejected sidecar), for what a user's command costs.
+
 Each method runs in a process of its own, which builds the same pool (short problems in 7 categories) and weak set,
 then selects `--budget` problems; the process reports its wall time and its peak resident memory above what it
 held once the pool was built. Embeddings are a cheap deterministic function of each problem's number (384
@@ -86,6 +89,34 @@ def brute_force(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int])
     return chosen
 
 
+def whole_stage(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int]) -> list[str]:
+    """`sws select` itself on a run directory: the pool read from Parquet through prepare's reader, checked against
+    the seed set, selected and written with its rejected sidecar (the stand-in embedder in place of the model)."""
+    import tempfile
+    from pathlib import Path
+
+    from sws.artifacts import read_table, write_table
+    from sws.config import PipelineConfig
+
+    stage.embed_texts = lambda texts, embedder, run_dir: embed_weak(texts)
+    stage.embed_in_chunks = lambda texts, embedder, cache_dir, chunk_size: embed_pool_in_chunks(texts)
+    with tempfile.TemporaryDirectory() as folder:
+        run_dir, pool_path = Path(folder) / "run", Path(folder) / "pool.parquet"
+        pool.drop("source").write_parquet(pool_path)
+        problems = weak.with_columns(answer=pl.lit("1"), source=pl.lit("seed"))
+        write_table(run_dir, "problems", problems.select("problem_id", "problem", "answer", "category", "source"))
+        write_table(run_dir, "weakness", problems.select(
+            "problem_id", "category", accs=pl.lit([0.0]), n_record=pl.lit(2, dtype=pl.Int64), max_acc=pl.lit(0.0),
+            slope=pl.lit(0.0), weak=pl.lit(True)))
+        total = sum(budgets.values())
+        write_table(run_dir, "categories", pl.DataFrame({
+            "category": list(budgets), "n_problems": [WEAK_PER_CATEGORY] * len(budgets),
+            "n_weak": [WEAK_PER_CATEGORY] * len(budgets), "fail_ratio": [1.0] * len(budgets),
+            "share": [quota / total for quota in budgets.values()]}))
+        stage.run(PipelineConfig.model_validate({"select": {"pool": str(pool_path), "budget": total}}), run_dir)
+        return read_table(run_dir, "selected")["problem_id"].to_list()
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * resource.getpagesize()
@@ -96,7 +127,7 @@ def child(method: str, n_pool: int, budget: int) -> None:
     budgets = largest_remainder({category: 1.0 + index for index, category in enumerate(CATEGORIES)}, budget)
     before = rss_bytes()
     started = time.perf_counter()
-    chosen = (streamed if method == "streamed" else brute_force)(pool, weak, budgets)
+    chosen = {"streamed": streamed, "brute": brute_force, "stage": whole_stage}[method](pool, weak, budgets)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"seconds": seconds, "extra_peak": max(peak - before, 0), "chosen": sorted(chosen)}))
@@ -113,7 +144,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[250_000, 1_000_000])
     parser.add_argument("--pool", type=int, default=0)
     parser.add_argument("--budget", type=int, default=1000)
-    parser.add_argument("--child", choices=["streamed", "brute"])
+    parser.add_argument("--child", choices=["streamed", "brute", "stage"])
     args = parser.parse_args()
     if args.child:
         child(args.child, args.pool, args.budget)
@@ -129,6 +160,11 @@ def main() -> None:
               f"time x{streamed_run['seconds'] / brute_run['seconds']:.2f}, memory "
               f"x{streamed_run['extra_peak'] / max(brute_run['extra_peak'], 1):.3f} (streamed / brute force); "
               f"{same:.1%} of the selection shared")
+        stage_run = measure("stage", n_pool, args.budget)
+        shared = len(set(stage_run["chosen"]) & set(streamed_run["chosen"])) / args.budget
+        assert shared >= 0.99, f"the stage selected other problems ({shared:.1%} shared)"
+        print(f"{'':17} the whole stage (read, dedup against seeds, select, write): {stage_run['seconds']:6.1f} s, "
+              f"peak +{stage_run['extra_peak'] / mib:7.0f} MiB")
 
 
 if __name__ == "__main__":
