@@ -61,3 +61,21 @@ def test_of_concurrent_commands_on_one_run_exactly_one_proceeds(tmp_path):
         worker.join()
     assert outcomes.count("proceeded") == 1, outcomes
     assert all("in use by pid" in outcome for outcome in outcomes if outcome != "proceeded")
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    run_dir, target = tmp_path / "run", tmp_path / "precious.txt"
+    run_dir.mkdir()
+    target.write_text("precious\n")
+    RunDir(run_dir).lock.symlink_to(target)
+    with pytest.raises(UserError, match=r"\.sws\.lock: a symbolic link"):
+        with run_lock(run_dir):
+            pass
+    assert target.read_text() == "precious\n"
+
+
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path):
+    os.mkfifo(RunDir(tmp_path).lock)
+    with pytest.raises(UserError, match=r"\.sws\.lock: not a regular file"):
+        with run_lock(tmp_path):
+            pass

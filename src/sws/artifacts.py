@@ -219,10 +219,10 @@ class _OutputSet:
     staged: dict[Path, Path] = field(default_factory=dict)
 
     def stage(self, final: Path, temporary: Path) -> None:
-        previous = self.staged.pop(final.resolve(), None)
+        previous = self.staged.pop(_absolute(final), None)
         if previous is not None:
             previous.unlink(missing_ok=True)
-        self.staged[final.resolve()] = temporary
+        self.staged[_absolute(final)] = temporary
 
     def commit(self) -> None:
         for final, temporary in self.staged.items():
@@ -240,8 +240,14 @@ class _OutputSet:
 _running: list[_OutputSet] = []
 
 
+def _absolute(path: Path | str) -> Path:
+    """The path itself, made absolute without following links: a write replaces a planted symlink, never its
+    target (`os.replace` renames over the link)."""
+    return Path(os.path.abspath(path))
+
+
 def _stage_of(path: Path) -> _OutputSet | None:
-    if _running and path.resolve() in _running[-1].declared:
+    if _running and _absolute(path) in _running[-1].declared:
         return _running[-1]
     return None
 
@@ -470,7 +476,10 @@ def run_stage(
     _remove_manifest(run_dir, stage)
     _remove_leftover_temporaries(outputs)
     started = time.perf_counter()
-    declared = _OutputSet({Path(p).resolve() for p in outputs if not Path(p).is_dir()})
+    layout = RunDir(run_dir)
+    for path in [*outputs, layout.manifest(stage)]:
+        layout.check_inside(Path(path))
+    declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
     _running.append(declared)
     try:
         result = body()

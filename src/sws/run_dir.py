@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from sws.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -12,6 +15,19 @@ class RunDir:
 
     def __init__(self, root: Path | str | RunDir) -> None:
         object.__setattr__(self, "root", Path(root.root if isinstance(root, RunDir) else root))
+
+    def check_inside(self, path: Path) -> None:
+        """UserError if the folder `path` is written in leads out of the run through a symbolic link (a link
+        planted in a shared run directory would otherwise have sws write elsewhere)."""
+        root, path = Path(os.path.abspath(self.root)), Path(os.path.abspath(path))
+        if not path.is_relative_to(root):
+            return
+        folder = path.parent.resolve()
+        if not folder.is_relative_to(root.resolve()):
+            linked = next((parent for parent in reversed(path.parents)
+                           if parent.is_relative_to(root) and parent != root and parent.is_symlink()), path.parent)
+            raise UserError(f"{linked}: a symbolic link out of the run directory (to {folder}); sws writes only "
+                            "inside the run: remove the link")
 
     def table(self, name: str) -> Path:
         """An artifact table (`problems`, `adapt/round-1/labeled`, `eval/problems`, ...)."""
