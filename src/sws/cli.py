@@ -329,7 +329,7 @@ def compare(
 
     from sws import compare as comparison
 
-    results = [comparison.run_result(run) for run in runs]
+    results = comparison.run_results(runs)
     console = Console()
     console.print(comparison.comparison_table(results))
     console.print(comparison.verdict(results))
