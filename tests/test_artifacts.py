@@ -336,3 +336,18 @@ def test_a_folder_linked_out_of_the_run_is_refused_before_the_stage_runs(tmp_pat
     with pytest.raises(UserError, match=r"manifests: a symbolic link out of the run directory"):
         stage.run()
     assert list(outside.iterdir()) == [] and stage.runs == 0
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'"done"', b"\xff\xfe{}", b'{"stage": "copy"}',
+                                     b'{"stage": "copy", "config_hash": "x", "inputs": [], "outputs": {}, '
+                                     b'"rows": {}, "info": {}, "seconds": 1}',
+                                     b'{"stage": "copy", "config_hash": "x", "inputs": {}, "outputs": {}, '
+                                     b'"rows": {}, "info": "funnel", "seconds": 1}'])
+def test_a_manifest_of_the_wrong_shape_or_not_utf8_means_the_stage_is_not_done(tmp_path, content, capsys):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    RunDir(tmp_path).manifest("copy").write_bytes(content)
+    assert read_manifest(tmp_path, "copy") is None
+    assert "not a manifest sws wrote" in capsys.readouterr().err
+    assert not stage.run().skipped and stage.runs == 2
+    assert stage.run().skipped

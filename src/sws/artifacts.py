@@ -389,14 +389,31 @@ def environment() -> dict[str, Any]:
 
 
 
+# A manifest's fields and their types, as run_stage writes them.
+MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "stage": str, "config_hash": str, "inputs": dict, "outputs": dict, "rows": dict, "info": dict,
+    "seconds": (int, float),
+}
+
+
 def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
+    """The stage's manifest, or None when there is none or it is not one sws wrote (cut short, edited, another
+    file): then the stage counts as not run, and runs again."""
     path = RunDir(run_dir).manifest(stage)
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        ui.info(f"{path}: not a manifest sws wrote ({type(exc).__name__}); the stage counts as not run")
         return None
+    wrong = next((name for name, kind in MANIFEST_FIELDS.items()
+                  if not isinstance(manifest, dict) or not isinstance(manifest.get(name), kind)), None)
+    if wrong is not None:
+        what = f"field '{wrong}' missing or mistyped" if isinstance(manifest, dict) else "not a JSON object"
+        ui.info(f"{path}: not a manifest sws wrote ({what}); the stage counts as not run")
+        return None
+    return manifest
 
 
 @dataclass
