@@ -481,6 +481,9 @@ def run_stage(
     producer; the missing manifest marks them unfinished until the stage completes.)
     """
     run_dir = Path(run_dir)
+    layout = RunDir(run_dir)
+    for path in [*outputs, layout.manifest(stage)]:  # before anything is removed or written
+        layout.check_inside(Path(path))
     wanted_hash = config_hash(config)
     inputs_fp = fingerprints(run_dir, inputs)
     previous = read_manifest(run_dir, stage)
@@ -493,9 +496,6 @@ def run_stage(
     _remove_manifest(run_dir, stage)
     _remove_leftover_temporaries(outputs)
     started = time.perf_counter()
-    layout = RunDir(run_dir)
-    for path in [*outputs, layout.manifest(stage)]:
-        layout.check_inside(Path(path))
     declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
     _running.append(declared)
     try:
