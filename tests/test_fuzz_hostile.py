@@ -220,16 +220,17 @@ def test_links_planted_for_outputs_are_replaced_and_their_targets_kept(prepared,
     assert not any((prepared / name).is_symlink() for name in planted)
 
 
-@pytest.mark.parametrize("planted", ["manifests", ".sws.lock"])
+@pytest.mark.parametrize("planted", ["manifests", "cache", ".sws.lock"])
 def test_a_link_out_of_the_run_for_a_folder_or_the_lock_is_one_line(tmp_path, planted):
     run, outside = tmp_path / "run", tmp_path / "outside"
     assert invoke(["prepare", "--input", str(SEED_FILE), "--run", str(run)]).exit_code == 0
     outside.mkdir()
     (outside / "precious.txt").write_text("precious\n")
-    if (run / planted).is_dir():
-        for child in (run / planted).iterdir():
-            child.rename(outside / child.name)
-        (run / planted).rmdir()
+    if planted != ".sws.lock":
+        if (run / planted).is_dir():
+            for child in (run / planted).iterdir():
+                child.rename(outside / child.name)
+            (run / planted).rmdir()
         (run / planted).symlink_to(outside)
     else:
         (run / planted).unlink()

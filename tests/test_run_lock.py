@@ -79,3 +79,23 @@ def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path):
     with pytest.raises(UserError, match=r"\.sws\.lock: not a regular file"):
         with run_lock(tmp_path):
             pass
+
+
+@pytest.mark.parametrize("folder", ["cache", "cache/embeddings", "train/initial"])
+def test_a_folder_linked_out_of_the_run_is_refused_when_the_lock_is_taken(tmp_path, folder):
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    outside.mkdir()
+    (run_dir / folder).parent.mkdir(parents=True)
+    (run_dir / folder).symlink_to(outside)
+    with pytest.raises(UserError, match=rf"{folder}: a symbolic link out of the run directory"):
+        with run_lock(run_dir):
+            pass
+    assert list(outside.iterdir()) == []
+
+
+def test_links_inside_the_run_and_links_to_files_are_left_alone(tmp_path):
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval-latest").symlink_to(tmp_path / "eval")
+    (tmp_path / "problems.parquet").symlink_to(tmp_path.parent / "elsewhere.parquet")
+    with run_lock(tmp_path):
+        pass

@@ -26,8 +26,18 @@ class RunDir:
         if not folder.is_relative_to(root.resolve()):
             linked = next((parent for parent in reversed(path.parents)
                            if parent.is_relative_to(root) and parent != root and parent.is_symlink()), path.parent)
-            raise UserError(f"{linked}: a symbolic link out of the run directory (to {folder}); sws writes only "
-                            "inside the run: remove the link")
+            raise _link_out(linked, folder)
+
+    def check_folder_links(self) -> None:
+        """UserError for the first link to a folder outside the run, anywhere in it: whatever sws wrote into that
+        folder (the request cache, shards, checkpoints) would land outside. Links to files are harmless: a
+        write replaces the link itself."""
+        root = self.root.resolve()
+        for folder, subfolders, _ in os.walk(self.root):
+            for name in subfolders:  # os.walk lists a link to a folder among the folders, and does not enter it
+                path = Path(folder) / name
+                if path.is_symlink() and not path.resolve().is_relative_to(root):
+                    raise _link_out(path, path.resolve())
 
     def table(self, name: str) -> Path:
         """An artifact table (`problems`, `adapt/round-1/labeled`, `eval/problems`, ...)."""
@@ -96,6 +106,11 @@ class RunDir:
     @property
     def report(self) -> Path:
         return self.root / "report.html"
+
+
+def _link_out(link: Path, target: Path) -> UserError:
+    return UserError(f"{link}: a symbolic link out of the run directory (to {target}); sws writes only inside "
+                     "the run: remove the link")
 
 
 def final_dir(out_dir: Path) -> Path:

@@ -77,6 +77,7 @@ def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
             holder = _read_holder(fd) or {}
             raise UserError(f"{run_dir}: in use by {_describe(holder)}; wait for it to finish, "
                             "or use another --run") from None
+        RunDir(run_dir).check_folder_links()
         stale = _read_holder(fd)
         if stale is not None:
             ui.info(f"{path}: took over the lock of {_describe(stale)}, which is no longer running")
