@@ -21,6 +21,7 @@ from _openai_server import MODEL, FakeServer, serving
 from sws.config import EngineConfig
 from sws.engines import make_engine
 from sws.engines.base import Request
+from sws.engines.openai import ray_llm_answer
 from sws.errors import UserError
 from sws.grading import extract_answer, grade_many
 from sws.world import get_world
@@ -337,3 +338,18 @@ def test_lone_surrogates_are_replaced_and_the_text_is_cached(server: FakeServer,
                          tmp_path / "requests.sqlite")
     assert [c.text for c in engine.generate(CHAT)[0]] == ["a\ufffdb", "a\ufffdb"]
     engine.close()
+
+
+def ray_row(response: Any) -> dict[str, Any]:
+    return {"name": "s", "http_response": response}
+
+
+def test_a_ray_reply_is_checked_as_the_engines_own() -> None:
+    good = {"choices": [{"index": 0, "message": {"content": "a\ud800"}, "finish_reason": "length"}],
+            "usage": {"completion_tokens": -3}}
+    assert ray_llm_answer(ray_row(good), "http://h/v1") == {"text": "a\ufffd", "tokens": 0, "finish_reason": "length"}
+    assert ray_llm_answer(ray_row({"choices": [{"text": "b"}]}), "http://h/v1")["text"] == "b"
+    for bad in ("<html></html>", {"choices": []}, {"choices": [{"message": {"content": 5}}]},
+                {"choices": [{"text": "b"}, {"text": "c"}]}):
+        with pytest.raises(UserError, match=r"the server at http://h/v1 did not answer as an OpenAI-compatible"):
+            ray_llm_answer(ray_row(bad), "http://h/v1")

@@ -82,7 +82,8 @@ class OpenAIEngine(Engine):
             headers={"Authorization": f"Bearer {key}"}, qps=int(options.get("max_concurrency", 16)),
             max_retries=int(options.get("max_retries", 3)), concurrency=replicas,
         )
-        return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model), ray_llm_answer)
+        return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model),
+                      functools.partial(ray_llm_answer, base_url=base_url))
 
     @staticmethod
     def check_config(cfg: EngineConfig) -> None:
@@ -318,9 +319,12 @@ def ray_llm_row(row: dict[str, Any], model: str) -> dict[str, Any]:
     return {**row, "payload": {"model": model, **prompt, **sampling}}
 
 
-def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
-    choice = row["http_response"]["choices"][0]
-    usage = row["http_response"].get("usage") or {}
-    text = choice["message"]["content"] if "message" in choice else choice.get("text")
-    return {"text": text or "", "tokens": int(usage.get("completion_tokens", 0)),
-            "finish_reason": choice.get("finish_reason") or FINISHED}
+def ray_llm_answer(row: dict[str, Any], base_url: str) -> dict[str, Any]:
+    """One sample's reply (Ray's processor sends one request per sample), checked as `_complete` checks it."""
+    response = row["http_response"]
+    if not isinstance(response, dict):
+        raise _not_openai(base_url, f"a {type(response).__name__} instead of a completion", CHECK_BASE_URL)
+    choices = response.get("choices")
+    chat = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict) and "message" in choices[0]
+    [(text, reason)] = _checked_choices(response, chat, 1, base_url)
+    return {"text": text, "tokens": _completion_tokens(response), "finish_reason": reason or FINISHED}
