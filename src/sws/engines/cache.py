@@ -24,7 +24,7 @@ from typing import Any
 from sws import ui
 from sws.artifacts import fingerprint
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Engine, Request
+from sws.engines.base import Completion, Engine, Request, is_count
 from sws.errors import UserError
 
 # Engine options that change speed, memory or transport, never the text a model returns.
@@ -85,7 +85,7 @@ class CachedEngine(Engine):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
-            raise damaged(self.path, "not a regular file")
+            raise _damaged(self.path, "not a regular file")
         with _damage_reported(self.path):
             self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -153,9 +153,9 @@ class CachedEngine(Engine):
                     chunk,
                 )
                 for key, sample, text, tokens, finish_reason in rows:
-                    if not (_is_count(sample) and isinstance(text, str) and _is_count(tokens)
+                    if not (is_count(sample) and isinstance(text, str) and is_count(tokens)
                             and isinstance(finish_reason, str)):
-                        raise damaged(self.path, "a row whose sample, text, tokens or finish_reason has the wrong type")
+                        raise _damaged(self.path, "a row whose sample, text, tokens or finish_reason has the wrong type")
                     found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason)
         return found
 
@@ -169,7 +169,7 @@ class CachedEngine(Engine):
             )
 
 
-def damaged(path: Path, reason: str) -> UserError:
+def _damaged(path: Path, reason: str) -> UserError:
     return UserError(f"{path}: damaged request cache ({reason}); move it away and rerun")
 
 
@@ -179,11 +179,7 @@ def _damage_reported(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
 def _add_finish_reason_column(db: sqlite3.Connection) -> None:

@@ -41,6 +41,7 @@ from sws.engines.base import (
     check_options,
     import_ray_llm,
     in_request_order,
+    is_count,
 )
 from sws.errors import UserError
 
@@ -274,7 +275,7 @@ def _checked_choices(response: dict[str, Any], chat: bool, n: int, base_url: str
         text = (message.get("content") if isinstance(message, dict) else None) if chat else choice.get("text")
         reason = choice.get("finish_reason")
         index = choice.get("index", position)
-        if not isinstance(text, str | None) or not isinstance(reason, str | None) or not _is_count(index):
+        if not isinstance(text, str | None) or not isinstance(reason, str | None) or not is_count(index):
             raise _not_openai(base_url, "a choice whose text, finish_reason or index has the wrong type")
         checked.append((index, _without_lone_surrogates(text or ""), reason))
     if len({index for index, _, _ in checked}) != len(checked):
@@ -282,15 +283,11 @@ def _checked_choices(response: dict[str, Any], chat: bool, n: int, base_url: str
     return [(text, reason) for _, text, reason in sorted(checked, key=lambda choice: choice[0])]
 
 
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _completion_tokens(response: dict[str, Any]) -> int:
     """The reply's completion token total; a missing, mistyped or negative count is taken as 0."""
     usage = response.get("usage")
     count = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return count if _is_count(count) else 0
+    return count if is_count(count) else 0
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
