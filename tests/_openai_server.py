@@ -1,6 +1,7 @@
 """A small OpenAI-compatible server for tests: /v1/models, /v1/completions and /v1/chat/completions, with
-scripted failures, stalls, a finish reason, a mode that ignores `n` like llama.cpp's server, and an optional
-writer of the answers' text."""
+scripted failures, stalls, a finish reason, a mode that ignores `n` like llama.cpp's server, an optional
+writer of the answers' text, and hostile modes: a fixed raw body for GETs or POSTs (an HTML page, text that is
+not JSON) and an edit of each completion body (no choices, too many, negative usage, lone surrogates)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ class FakeServer(ThreadingHTTPServer):
         # (prompt, request body) -> the text of one choice; None: echo the prompt with the sample's index
         self.writer: Callable[[str, dict[str, Any]], str] | None = None
         self.finish_reason = "stop"
+        # Hostile modes: (content type, body) sent with status 200 instead of the real reply.
+        self.raw_get: tuple[str, bytes] | None = None
+        self.raw_post: tuple[str, bytes] | None = None
+        self.mangle: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # edits each completion body
         self.lock = threading.Lock()
 
     @property
@@ -48,6 +53,9 @@ class FakeHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.authorizations.append(self.headers.get("Authorization", ""))
+        if self.server.raw_get is not None:
+            self._send(200, *self.server.raw_get)
+            return
         self._reply(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "me"}]})
 
     def do_POST(self) -> None:
@@ -63,19 +71,22 @@ class FakeHandler(BaseHTTPRequestHandler):
             time.sleep(stall + server.delay_s)
             if failure is not None:
                 self._reply(failure, {"error": {"message": f"scripted failure {failure}", "type": "test"}})
-            elif self.path.endswith("/chat/completions"):
-                self._reply(200, completion_body(body, chat=True, server=server))
+            elif server.raw_post is not None:
+                self._send(200, *server.raw_post)
             else:
-                self._reply(200, completion_body(body, chat=False, server=server))
+                reply = completion_body(body, chat=self.path.endswith("/chat/completions"), server=server)
+                self._reply(200, server.mangle(reply) if server.mangle is not None else reply)
         finally:
             with server.lock:
                 server.in_flight -= 1
 
     def _reply(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+        self._send(status, "application/json", json.dumps(payload).encode())
+
+    def _send(self, status: int, content_type: str, data: bytes) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

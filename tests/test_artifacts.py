@@ -297,3 +297,57 @@ def test_ctrl_c_inside_a_deferred_block_arrives_when_it_ends():
             done.append("outer")
     assert done == ["inner", "outer"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---------------------------------------------------------------- planted symbolic links
+
+
+def test_a_stage_replaces_planted_links_and_never_writes_their_targets(tmp_path):
+    """A shared run directory may hold links planted by someone else: every output, rejected table, manifest
+    and config write replaces the link itself, and the file it pointed at is left as it was."""
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    run_dir.mkdir()
+    outside.mkdir()
+    stage = TableStage(run_dir)
+    layout = RunDir(run_dir)
+    targets = {}
+    for path in [*stage.outputs, layout.manifest("tables"), layout.config]:
+        target = outside / path.name
+        target.write_text("precious")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target)
+        targets[path] = target
+    stage.run()
+    from sws.config import PipelineConfig, save_run_config
+
+    save_run_config(run_dir, PipelineConfig())
+    for path, target in targets.items():
+        assert target.read_text() == "precious"
+        assert path.is_file() and not path.is_symlink()
+    assert read_table(run_dir, "problems").height == 2
+
+
+def test_a_folder_linked_out_of_the_run_is_refused_before_the_stage_runs(tmp_path):
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    run_dir.mkdir()
+    outside.mkdir()
+    (run_dir / "manifests").symlink_to(outside)
+    stage = TableStage(run_dir)
+    with pytest.raises(UserError, match=r"manifests: a symbolic link out of the run directory"):
+        stage.run()
+    assert list(outside.iterdir()) == [] and stage.runs == 0
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'"done"', b"\xff\xfe{}", b'{"stage": "copy"}',
+                                     b'{"stage": "copy", "config_hash": "x", "inputs": [], "outputs": {}, '
+                                     b'"rows": {}, "info": {}, "seconds": 1}',
+                                     b'{"stage": "copy", "config_hash": "x", "inputs": {}, "outputs": {}, '
+                                     b'"rows": {}, "info": "funnel", "seconds": 1}'])
+def test_a_manifest_of_the_wrong_shape_or_not_utf8_means_the_stage_is_not_done(tmp_path, content, capsys):
+    stage = CountingStage(tmp_path)
+    stage.run()
+    RunDir(tmp_path).manifest("copy").write_bytes(content)
+    assert read_manifest(tmp_path, "copy") is None
+    assert "not a manifest sws wrote" in capsys.readouterr().err
+    assert not stage.run().skipped and stage.runs == 2
+    assert stage.run().skipped

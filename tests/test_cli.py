@@ -98,3 +98,10 @@ def test_pipeline_paths_are_relative_to_the_pipeline_file(tmp_path, monkeypatch)
     config = load_config(folder / "p.yaml")
     assert config.prepare.input == str(tmp_path / "seed.jsonl")
     assert config.synthesize.reference_files == [str(tmp_path / "seed.jsonl")]
+
+
+@pytest.mark.parametrize("option, value", [("-n", "-3"), ("-n", "0"), ("--max-tokens", "0"), ("--seed", "-1")])
+def test_sample_refuses_a_count_below_one_before_any_call(tmp_path, option, value):
+    result = CliRunner().invoke(app, ["sample", "--run", str(tmp_path / "run"), "--prompt", "hi", option, value])
+    assert result.exit_code == 2 and "greater than or equal to" in result.output
+    assert not (tmp_path / "run").exists()

@@ -1,6 +1,7 @@
 """Faults of the operating system under the real `sws` command: each ends in one `error:` line, never a
 traceback, and leaves what was already written as it was."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -113,3 +114,25 @@ def test_ctrl_c_during_prepare_is_one_line_and_exit_130(tmp_path):
         interrupted += 1
         assert_one_line(subprocess.CompletedProcess(process.args, process.returncode, "", stderr), "interrupted", 130)
     assert interrupted >= 3
+
+
+def test_sample_on_a_read_only_run_is_one_line(tmpfs, tmp_path):
+    """`sws sample` opens the run's request cache without taking the lock: a read-only mount is one line too."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _openai_server import MODEL, serving
+
+    point = tmpfs("ro-cache", "size=4m")
+    run_dir = point / "run"
+    with serving() as server:
+        pipeline = tmp_path / "pipeline.yaml"
+        pipeline.write_text(f"roles: {{generator: {{engine: openai, model: {MODEL}, "
+                            f"options: {{base_url: '{server.base_url}'}}}}}}\n")
+        ask = [str(SWS), "sample", "--run", str(run_dir), "--role", "generator", "--config", str(pipeline)]
+        env = {**os.environ, "OPENAI_API_KEY": "EMPTY"}
+        assert subprocess.run([*ask, "--prompt", "Compute 2+2."], env=env, capture_output=True).returncode == 0
+        before = snapshot(run_dir)
+        subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+        result = subprocess.run([*ask, "--prompt", "Compute 3+3."], env=env, capture_output=True, text=True,
+                                timeout=120)
+    assert_one_line(result, "requests.sqlite")
+    assert snapshot(run_dir) == before

@@ -1,4 +1,5 @@
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,28 @@ def test_runs_on_other_cpu_kernels_get_a_note_and_alike_runs_none(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert "note: the runs differ in CPU kernels," in result.output
     assert "torch" not in result.output.split("note:")[1].split(",")[0]
+
+
+@pytest.mark.parametrize("overall", [float("nan"), float("inf"), -0.1, 7.5, "0.5", True, [0.5]])
+def test_a_share_that_is_no_share_is_one_error_line(tmp_path: Path, overall) -> None:
+    run = evaluated_run(tmp_path, 0, 0.2, 0.3)
+    summary = (run / "summary.json").read_text().replace('"overall": 0.3', f'"overall": {json.dumps(overall)}')
+    (run / "summary.json").write_text(summary)
+    result = CliRunner().invoke(app, ["compare", str(run), str(evaluated_run(tmp_path, 1, 0.2, 0.3))])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines() == [result.stderr.strip()] and "field 'weak_solved_augmented'" in result.stderr
+
+
+@pytest.mark.parametrize("environment", [[1], "avx2", {"versions": [1]}])
+def test_a_mistyped_environment_is_one_error_line(tmp_path: Path, environment) -> None:
+    run = evaluated_run(tmp_path, 0, 0.2, 0.3)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "environment": environment}))
+    result = CliRunner().invoke(app, ["compare", str(run), str(evaluated_run(tmp_path, 1, 0.2, 0.3))])
+    assert result.exit_code == 2 and "field 'environment'" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_the_same_run_given_twice_is_refused(tmp_path: Path) -> None:
+    run = evaluated_run(tmp_path, 0, 0.2, 0.3)
+    result = CliRunner().invoke(app, ["compare", str(run), str(tmp_path / "." / run.name)])
+    assert result.exit_code == 2 and "given twice" in result.stderr and len(result.stderr.splitlines()) == 1

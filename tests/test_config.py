@@ -120,3 +120,27 @@ def test_a_math_runs_config_from_before_worlds_owned_their_sections_still_loads(
     # Such a config.yaml holds the arith defaults whatever its world.
     old = {**PipelineConfig(world="math").model_dump(mode="json"), "arith": PipelineConfig().world_settings.model_dump()}
     assert load_config(write_yaml(tmp_path / "config.yaml", old)).world == "math"
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 10**23])
+def test_a_seed_out_of_range_is_one_line_naming_the_field(tmp_path, seed):
+    with pytest.raises(UserError, match=r"field 'seed'"):
+        load_config(write_yaml(tmp_path / "p.yaml", {"seed": seed}))
+
+
+def test_the_largest_seed_every_library_takes_is_accepted(tmp_path):
+    assert load_config(write_yaml(tmp_path / "p.yaml", {"seed": 2**32 - 1})).seed == 2**32 - 1
+
+
+def test_an_empty_config_yaml_in_a_run_is_refused_not_read_as_the_defaults(tmp_path):
+    save_run_config(tmp_path, PipelineConfig(seed=3))
+    (tmp_path / "config.yaml").write_text("\n")
+    with pytest.raises(UserError, match=r"config\.yaml: empty, so the settings this run was made with are lost"):
+        load_run_config(tmp_path)
+
+
+def test_a_repeated_key_in_a_pipeline_file_is_refused(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("seed: 1\nidentify: {max_acc: 0.5}\nseed: 2\n")
+    with pytest.raises(UserError, match=r"p\.yaml: not valid YAML \(key 'seed' is given twice"):
+        load_config(path)

@@ -130,6 +130,11 @@ def test_verl_responses_the_reward_could_not_grade_count_in_no_n(tmp_path: Path)
     ('{"input": "x", "score": 1, "problem_id": "math-train-0002"}\n', "1 lines lack a numeric 'step'"),
     ('{"input": "x", "step": 1, "problem_id": "math-train-0002"}\n', "lack a numeric 'score'"),
     ('{"input": "x", "step": 1.5, "score": 1, "problem_id": "math-train-0002"}\n', "'step' must be an integer"),
+    ('{"input": "x", "step": 1e20, "score": 1, "problem_id": "math-train-0002"}\n', "'step' must be an integer from 0"),
+    ('{"input": "x", "step": -3, "score": 1, "problem_id": "math-train-0002"}\n', "'step' must be an integer from 0"),
+    ('{"input": "x", "step": 1, "score": 1, "index": 1e23}\n', "'index' must be an integer from 0"),
+    ('{"input": "x", "step": 1, "score": 1, "index": "first"}\n', "'index' must be an integer from 0"),
+    ('{"input": "x", "step": 1, "score": 1, "index": -1}\n', "'index' must be an integer from 0"),
 ])
 def test_bad_verl_lines_are_user_errors_naming_the_file(tmp_path: Path, content: str, message: str) -> None:
     dump = tmp_path / "dump"
@@ -145,6 +150,21 @@ def test_missing_or_empty_dump_folder(tmp_path: Path) -> None:
         rollouts_from_verl_dumps(tmp_path / "nowhere", fixture_problems())
     with pytest.raises(UserError, match="no <step>.jsonl files"):
         rollouts_from_verl_dumps(tmp_path, fixture_problems())
+
+
+def test_a_dump_without_response_lines_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "1.jsonl").write_text("")
+    (tmp_path / "2.jsonl").write_text("\n")
+    with pytest.raises(UserError, match="hold no response line"):
+        rollouts_from_verl_dumps(tmp_path, fixture_problems())
+
+
+def test_entries_that_are_not_files_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / "1.jsonl").mkdir()
+    with pytest.raises(UserError, match="no <step>.jsonl files"):
+        rollouts_from_verl_dumps(tmp_path, fixture_problems())
+    (tmp_path / "2.jsonl").write_bytes((FIXTURES / "verl_dumps" / "with_problem_id" / "1.jsonl").read_bytes())
+    assert rollouts_from_verl_dumps(tmp_path, fixture_problems()).height > 0
 
 
 def test_a_prompt_whose_answer_is_not_the_problems_is_unmatched(tmp_path: Path) -> None:
@@ -209,6 +229,8 @@ def test_acc_records_index_past_the_problems_is_an_error(tmp_path: Path) -> None
     ({"test": {"0": [0.5]}}, "'train' mapping"),
     ({"train": {}}, "'train' mapping"),
     ({"train": {"first": [0.5]}}, "key 'first'"),
+    ({"train": {str(10**23): [0.5]}}, f"key '{10**23}' under 'train' is not an integer index from 0"),
+    ({"train": {"\u00b2": [0.5]}}, "key '\u00b2' under 'train' is not an integer index"),
     ({"train": {"0": [0.5, 1.5]}}, r"'train.0' must be a list of accuracies"),
     ({"train": {"0": 0.5}}, r"'train.0' must be a list"),
     ({"train": {"0": [True]}}, r"'train.0' must be a list"),

@@ -61,3 +61,41 @@ def test_of_concurrent_commands_on_one_run_exactly_one_proceeds(tmp_path):
         worker.join()
     assert outcomes.count("proceeded") == 1, outcomes
     assert all("in use by pid" in outcome for outcome in outcomes if outcome != "proceeded")
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    run_dir, target = tmp_path / "run", tmp_path / "precious.txt"
+    run_dir.mkdir()
+    target.write_text("precious\n")
+    RunDir(run_dir).lock.symlink_to(target)
+    with pytest.raises(UserError, match=r"\.sws\.lock: a symbolic link"):
+        with run_lock(run_dir):
+            pass
+    assert target.read_text() == "precious\n"
+
+
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path):
+    os.mkfifo(RunDir(tmp_path).lock)
+    with pytest.raises(UserError, match=r"\.sws\.lock: not a regular file"):
+        with run_lock(tmp_path):
+            pass
+
+
+@pytest.mark.parametrize("folder", ["cache", "cache/embeddings", "train/initial"])
+def test_a_folder_linked_out_of_the_run_is_refused_when_the_lock_is_taken(tmp_path, folder):
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    outside.mkdir()
+    (run_dir / folder).parent.mkdir(parents=True)
+    (run_dir / folder).symlink_to(outside)
+    with pytest.raises(UserError, match=rf"{folder}: a symbolic link out of the run directory"):
+        with run_lock(run_dir):
+            pass
+    assert list(outside.iterdir()) == []
+
+
+def test_links_inside_the_run_and_links_to_files_are_left_alone(tmp_path):
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval-latest").symlink_to(tmp_path / "eval")
+    (tmp_path / "problems.parquet").symlink_to(tmp_path.parent / "elsewhere.parquet")
+    with run_lock(tmp_path):
+        pass

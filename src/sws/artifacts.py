@@ -219,10 +219,10 @@ class _OutputSet:
     staged: dict[Path, Path] = field(default_factory=dict)
 
     def stage(self, final: Path, temporary: Path) -> None:
-        previous = self.staged.pop(final.resolve(), None)
+        previous = self.staged.pop(_absolute(final), None)
         if previous is not None:
             previous.unlink(missing_ok=True)
-        self.staged[final.resolve()] = temporary
+        self.staged[_absolute(final)] = temporary
 
     def commit(self) -> None:
         for final, temporary in self.staged.items():
@@ -240,8 +240,14 @@ class _OutputSet:
 _running: list[_OutputSet] = []
 
 
+def _absolute(path: Path | str) -> Path:
+    """The path itself, made absolute without following links: a write replaces a planted symlink, never its
+    target (`os.replace` renames over the link)."""
+    return Path(os.path.abspath(path))
+
+
 def _stage_of(path: Path) -> _OutputSet | None:
-    if _running and path.resolve() in _running[-1].declared:
+    if _running and _absolute(path) in _running[-1].declared:
         return _running[-1]
     return None
 
@@ -383,14 +389,31 @@ def environment() -> dict[str, Any]:
 
 
 
+# A manifest's fields and their types, as run_stage writes them.
+MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "stage": str, "config_hash": str, "inputs": dict, "outputs": dict, "rows": dict, "info": dict,
+    "seconds": (int, float),
+}
+
+
 def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
+    """The stage's manifest, or None when there is none or it is not one sws wrote (cut short, edited, another
+    file): then the stage counts as not run, and runs again."""
     path = RunDir(run_dir).manifest(stage)
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        ui.info(f"{path}: not a manifest sws wrote ({type(exc).__name__}); the stage counts as not run")
         return None
+    wrong = next((name for name, kind in MANIFEST_FIELDS.items()
+                  if not isinstance(manifest, dict) or not isinstance(manifest.get(name), kind)), None)
+    if wrong is not None:
+        what = f"field '{wrong}' missing or mistyped" if isinstance(manifest, dict) else "not a JSON object"
+        ui.info(f"{path}: not a manifest sws wrote ({what}); the stage counts as not run")
+        return None
+    return manifest
 
 
 @dataclass
@@ -458,6 +481,9 @@ def run_stage(
     producer; the missing manifest marks them unfinished until the stage completes.)
     """
     run_dir = Path(run_dir)
+    layout = RunDir(run_dir)
+    for path in [*outputs, layout.manifest(stage)]:  # before anything is removed or written
+        layout.check_inside(Path(path))
     wanted_hash = config_hash(config)
     inputs_fp = fingerprints(run_dir, inputs)
     previous = read_manifest(run_dir, stage)
@@ -470,7 +496,7 @@ def run_stage(
     _remove_manifest(run_dir, stage)
     _remove_leftover_temporaries(outputs)
     started = time.perf_counter()
-    declared = _OutputSet({Path(p).resolve() for p in outputs if not Path(p).is_dir()})
+    declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
     _running.append(declared)
     try:
         result = body()

@@ -295,9 +295,10 @@ def sample(
     role: Annotated[
         str, typer.Option(help="Role whose engine answers: extractor, generator, judges.N, labeler, policy.")
     ] = "policy",
-    n: Annotated[int, typer.Option("-n", help="Completions to sample.")] = 1,
-    max_tokens: Annotated[int | None, typer.Option(help="Token limit per completion (default: the role's).")] = None,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    n: Annotated[int, typer.Option("-n", help="Completions to sample.", min=1)] = 1,
+    max_tokens: Annotated[int | None, typer.Option(help="Token limit per completion (default: the role's).",
+                                                   min=1)] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.", min=0)] = 0,
     config: PipelineOpt = None,
 ) -> None:
     """Send one prompt to a role's engine and print its completions: check a model or server before a long run."""
@@ -329,7 +330,7 @@ def compare(
 
     from sws import compare as comparison
 
-    results = [comparison.run_result(run) for run in runs]
+    results = comparison.run_results(runs)
     console = Console()
     console.print(comparison.comparison_table(results))
     console.print(comparison.verdict(results))

@@ -50,6 +50,17 @@ def machine_of(summary: dict) -> tuple[tuple[str, str], ...]:
             *((package, str(versions.get(package))) for package in NUMERIC_PACKAGES))
 
 
+def run_results(runs: list[Path]) -> list[RunResult]:
+    """`run_result` of each run; a run given twice (under any spelling of its path) is a UserError, since it
+    would count as two seeds and shrink the standard error."""
+    seen: dict[Path, Path] = {}
+    for run in map(Path, runs):
+        if run.resolve() in seen:
+            raise UserError(f"{run}: given twice (also as {seen[run.resolve()]}); list each run once")
+        seen[run.resolve()] = run
+    return [run_result(run) for run in runs]
+
+
 def run_result(run_dir: Path) -> RunResult:
     """The overall shares and differences of one evaluated run; a UserError names what is missing."""
     summary = read_summary(run_dir)

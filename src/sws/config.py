@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from sws import safe_yaml
 from sws.artifacts import write_text
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -292,7 +293,8 @@ class ReportConfig(Section):
 
 
 class PipelineConfig(Section):
-    seed: int = 0
+    # numpy, torch and the trainers take seeds of different widths; every one of them takes 32 bits.
+    seed: int = Field(0, ge=0, lt=2**32)
     world: str = "arith"
     # The world's own section, written under the world's name (`arith:`) and checked by its settings model.
     world_settings: SerializeAsAny[Section] | None = None
@@ -464,11 +466,10 @@ def load_config(path: Path, paths_relative_to_file: bool = True) -> PipelineConf
     if not path.is_file():
         raise UserError(f"{path}: not a file; pass a pipeline YAML file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        text = path.read_text()
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a text file; pass a pipeline YAML file") from None
+    data = safe_yaml.load(text, path)
     if data is not None and not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping of sections at the top level")
     if data and paths_relative_to_file:
@@ -500,7 +501,11 @@ def load_run_config(
         config = load_config(pipeline)
     elif RunDir(run_dir).config.exists():
         # The run's own record: its paths were resolved when it was written.
-        config = load_config(RunDir(run_dir).config, paths_relative_to_file=False)
+        record = RunDir(run_dir).config
+        if record.is_file() and not record.read_bytes().strip():
+            raise UserError(f"{record}: empty, so the settings this run was made with are lost; restore it, or "
+                            "pass them with --config")
+        config = load_config(record, paths_relative_to_file=False)
     else:
         config = PipelineConfig()
     return with_overrides(config, overrides or {})

@@ -22,6 +22,8 @@ from rich.table import Table
 
 from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
 from sws.engines.base import Completion
+from sws.errors import UserError
+from sws.run_dir import RunDir
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,12 @@ def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:
     rows = []
     for step in steps:
         manifest = read_manifest(run_dir, step)
-        if manifest is not None and "funnel" in manifest.get("info", {}):
-            rows.append(FunnelRow.from_info(manifest["info"]["funnel"]))
+        if manifest is not None and "funnel" in manifest["info"]:
+            try:
+                rows.append(FunnelRow.from_info(manifest["info"]["funnel"]))
+            except (KeyError, TypeError, ValueError):
+                raise UserError(f"{RunDir(run_dir).manifest(step)}: field 'info.funnel' is not the funnel row sws "
+                                f"writes; delete the file and rerun the step") from None
     return rows
 
 

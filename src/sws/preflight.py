@@ -45,8 +45,21 @@ def check_executor(cfg: PipelineConfig, command: str) -> None:
         check_gpus(role, resources.gpus)
 
 
+def check_role_engines(cfg: PipelineConfig, roles: Iterable[str]) -> None:
+    """Each role's engine name and options, model folder and API key variable, as its first call would check
+    them: found here, a mistake costs nothing; found at the role's step, it costs every call before."""
+    from sws.engines import check_engine
+
+    for role in roles:
+        value = getattr(cfg.roles, role)
+        for engine in value if isinstance(value, list) else [value]:
+            check_engine(engine)
+
+
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
-    require_roles(cfg, [role for step in steps for role in get_stage(step).roles], source)
+    roles = [role for step in steps for role in get_stage(step).roles]
+    require_roles(cfg, roles, source)
+    check_role_engines(cfg, roles)
     check_files(cfg, command, source)
     check_executor(cfg, command)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sws.text_hygiene import REJECT_REASON as HOSTILE_REASON
+from sws.text_hygiene import hostile_character
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 # Asymptote figure code is not prose: "dot(A); dot(B);" are no answer choices.
 _FIGURE_CODE = re.compile(r"\[asy\].*?\[/asy\]", re.S)
@@ -166,6 +169,8 @@ def prefilter_reason(problem: str | None, min_chars: int, max_tokens: int) -> st
     """Why a parsed problem is rejected before any judge sees it, or None to keep it."""
     if problem is None:
         return "unparsed"
+    if hostile_character(problem):
+        return HOSTILE_REASON
     if len(problem.strip()) < min_chars:
         return "too_short"
     if token_count(problem) > max_tokens:

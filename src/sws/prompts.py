@@ -25,8 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from sws import safe_yaml
 from sws.errors import UserError
 
 TEMPLATE_NAMES = ("extract", "generate", "rate", "label", "categorize")
@@ -79,10 +78,7 @@ def parse_template(name: str, text: str, source: str) -> PromptTemplate:
     match = FRONT_MATTER.match(text)
     if match is None:
         raise UserError(f"{source}: missing the '---' header that declares 'placeholders: [...]'")
-    try:
-        header = yaml.safe_load(match.group("header")) or {}
-    except yaml.YAMLError:
-        header = None
+    header = safe_yaml.load(match.group("header"), source) or {}
     declared = header.get("placeholders") if isinstance(header, dict) else None
     if not isinstance(declared, list) or not all(isinstance(item, str) for item in declared):
         raise UserError(f"{source}: header field 'placeholders' must be a list of names, e.g. [problem]")

@@ -14,6 +14,8 @@ Two formats besides sws's own `rollouts.parquet`:
 
 An `index` is a row position of problems.parquet, or the `index` of a seed file's row (`index` column, or verl's
 `extra_info.index`, else its row position) whose problem is found in problems.parquet by id or text.
+Steps and indices are whole numbers from 0 to `MAX_COUNT`; entries named `*.jsonl` that are not files are
+skipped, and a dump with no response line is refused (`sws ingest` never replaces a log with an empty one).
 """
 
 from __future__ import annotations
@@ -168,10 +170,14 @@ def read_verl_dumps(dump_dir: Path) -> pl.DataFrame:
     dump_dir = Path(dump_dir)
     if not dump_dir.is_dir():
         raise UserError(f"{dump_dir}: not a directory; pass verl's trainer.rollout_data_dir")
-    files = sorted(dump_dir.glob("*.jsonl"))
+    files = sorted(path for path in dump_dir.glob("*.jsonl") if path.is_file())
     if not files:
         raise UserError(f"{dump_dir}: holds no <step>.jsonl files; pass verl's trainer.rollout_data_dir")
-    return pl.concat([_read_dump_file(path) for path in files])
+    lines = pl.concat([_read_dump_file(path) for path in files])
+    if lines.height == 0:
+        raise UserError(f"{dump_dir}: its <step>.jsonl files hold no response line; pass the "
+                        "trainer.rollout_data_dir of a run that trained")
+    return lines
 
 
 def _read_dump_file(path: Path) -> pl.DataFrame:
@@ -187,19 +193,31 @@ def _read_dump_file(path: Path) -> pl.DataFrame:
         graded=(pl.col("graded").str.to_lowercase() != "false").fill_null(True),
         score=score,
         problem_id=pl.when(pl.col("problem_id") != "").then("problem_id"),
-        index=pl.col("index").cast(pl.Int64, strict=False),
+        index=pl.col("index").cast(pl.Float64, strict=False),
         input=pl.col("input"),
         gts=pl.col("gts"),
     )
     if lines["step"].null_count():
         raise UserError(f"{path}: {lines['step'].null_count()} lines lack a numeric 'step'; verl writes one on "
                         "every line, so re-dump them")
-    if (lines["step"] != lines["step"].round()).any():
-        raise UserError(f"{path}: field 'step' must be an integer")
+    if not _counts(lines["step"]):
+        raise UserError(f"{path}: field 'step' must be an integer from 0 to {MAX_COUNT}")
+    given_index = raw["index"].is_not_null() & (raw["index"] != "")
+    if lines["index"].filter(given_index).null_count() or not _counts(lines["index"].drop_nulls()):
+        raise UserError(f"{path}: field 'index' must be an integer from 0 to {MAX_COUNT}, where a line has one")
     if lines["correct"].null_count():
         raise UserError(f"{path}: {lines['correct'].null_count()} lines lack a numeric 'score' (or 'acc'); "
                         "re-dump them with the reward function's score")
-    return lines.with_columns(pl.col("step").cast(pl.Int64))
+    return lines.with_columns(pl.col("step").cast(pl.Int64), pl.col("index").cast(pl.Int64))
+
+
+# Steps and dataset indices: far above any real run, and far inside every integer type they pass through.
+MAX_COUNT = 2**31 - 1
+
+
+def _counts(values: pl.Series) -> bool:
+    """Whether every value is a whole number from 0 to MAX_COUNT."""
+    return bool(((values == values.round()) & (values >= 0) & (values <= MAX_COUNT)).all())
 
 
 def rollouts_from_verl_dumps(
@@ -266,8 +284,8 @@ def read_acc_records(path: Path) -> pl.DataFrame:
         raise UserError(f"{path}: expected a non-empty 'train' mapping of index -> list of accuracies")
     rows: list[tuple[int, int, Fraction]] = []
     for key, accs in records.items():
-        if not key.isdigit():
-            raise UserError(f"{path}: key '{key}' under 'train' is not an integer index")
+        if not (key.isascii() and key.isdigit() and int(key) <= MAX_COUNT):
+            raise UserError(f"{path}: key '{key}' under 'train' is not an integer index from 0 to {MAX_COUNT}")
         if not isinstance(accs, list) or not all(_is_accuracy(acc) for acc in accs):
             raise UserError(f"{path}: 'train.{key}' must be a list of accuracies between 0 and 1")
         rows.extend((int(key), step, Fraction(acc).limit_denominator(MAX_ROLLOUTS_PER_RECORD))

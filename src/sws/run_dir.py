@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from sws.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -12,6 +15,29 @@ class RunDir:
 
     def __init__(self, root: Path | str | RunDir) -> None:
         object.__setattr__(self, "root", Path(root.root if isinstance(root, RunDir) else root))
+
+    def check_inside(self, path: Path) -> None:
+        """UserError if the folder `path` is written in leads out of the run through a symbolic link (a link
+        planted in a shared run directory would otherwise have sws write elsewhere)."""
+        root, path = Path(os.path.abspath(self.root)), Path(os.path.abspath(path))
+        if not path.is_relative_to(root):
+            return
+        folder = path.parent.resolve()
+        if not folder.is_relative_to(root.resolve()):
+            linked = next((parent for parent in reversed(path.parents)
+                           if parent.is_relative_to(root) and parent != root and parent.is_symlink()), path.parent)
+            raise _link_out(linked, folder)
+
+    def check_folder_links(self) -> None:
+        """UserError for the first link to a folder outside the run, anywhere in it: whatever sws wrote into that
+        folder (the request cache, shards, checkpoints) would land outside. Links to files are harmless: a
+        write replaces the link itself."""
+        root = self.root.resolve()
+        for folder, subfolders, _ in os.walk(self.root):
+            for name in subfolders:  # os.walk lists a link to a folder among the folders, and does not enter it
+                path = Path(folder) / name
+                if path.is_symlink() and not path.resolve().is_relative_to(root):
+                    raise _link_out(path, path.resolve())
 
     def table(self, name: str) -> Path:
         """An artifact table (`problems`, `adapt/round-1/labeled`, `eval/problems`, ...)."""
@@ -80,6 +106,11 @@ class RunDir:
     @property
     def report(self) -> Path:
         return self.root / "report.html"
+
+
+def _link_out(link: Path, target: Path) -> UserError:
+    return UserError(f"{link}: a symbolic link out of the run directory (to {target}); sws writes only inside "
+                     "the run: remove the link")
 
 
 def final_dir(out_dir: Path) -> Path:

@@ -9,10 +9,12 @@ has open would let two commands hold "the" lock at once.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -46,13 +48,28 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
     return holder if isinstance(holder, dict) else {"command": text[:80]}
 
 
+def _open_lock_file(path: Path) -> int:
+    """Open (or create) the lock file itself: never through a symbolic link, and only a regular file, since the
+    lock truncates and writes what it opens."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UserError(f"{path}: a symbolic link, not sws's lock file; remove it and rerun") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{path}: not a regular file, so not sws's lock file; remove it and rerun")
+    return fd
+
+
 @contextmanager
 def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
     """Hold the run's lock for the duration; a second holder gets a UserError naming the first at once."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = RunDir(run_dir).lock
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _open_lock_file(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -60,6 +77,7 @@ def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
             holder = _read_holder(fd) or {}
             raise UserError(f"{run_dir}: in use by {_describe(holder)}; wait for it to finish, "
                             "or use another --run") from None
+        RunDir(run_dir).check_folder_links()
         stale = _read_holder(fd)
         if stale is not None:
             ui.info(f"{path}: took over the lock of {_describe(stale)}, which is no longer running")

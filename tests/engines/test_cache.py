@@ -9,6 +9,7 @@ import pytest
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request
 from sws.engines.cache import CachedEngine, cache_identity, request_key
+from sws.errors import UserError
 
 IDENTITY = {"engine": "counting", "model": "echo", "model_fingerprint": None, "options": {}}
 
@@ -240,3 +241,61 @@ def test_rows_of_an_old_cache_without_finish_reason_are_asked_again(tmp_path: Pa
     assert engine.sent == [request] and result == [answer(request)]
     reader = CountingEngine()
     assert CachedEngine(reader, db, IDENTITY).generate([request]) == [answer(request)] and reader.sent == []
+
+
+# ---------------------------------------------------------------- a damaged cache
+
+
+def filled_cache(path: Path) -> None:
+    engine = CachedEngine(CountingEngine(), path, IDENTITY)
+    run_stage(engine)
+    engine.close()
+
+
+def truncated(path: Path) -> None:
+    filled_cache(path)
+    path.write_bytes(path.read_bytes()[:3000])
+
+
+def garbled(path: Path) -> None:
+    filled_cache(path)
+    data = bytearray(path.read_bytes())
+    data[0:100] = b"\xff" * 100
+    path.write_bytes(bytes(data))
+
+
+def text_file(path: Path) -> None:
+    path.write_text("these are my notes\n" * 50)
+
+
+def folder(path: Path) -> None:
+    path.mkdir()
+
+
+def link(path: Path) -> None:
+    (path.parent / "elsewhere.sqlite").write_bytes(b"")
+    path.symlink_to(path.parent / "elsewhere.sqlite")
+
+
+def other_schema(path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as other:
+        other.execute("CREATE TABLE completions (id INTEGER PRIMARY KEY, payload BLOB)")
+
+
+def mistyped_rows(path: Path) -> None:
+    import sqlite3
+
+    filled_cache(path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE completions SET tokens = 'many', text = x'00ff'")
+
+
+@pytest.mark.parametrize("damage", [truncated, garbled, text_file, folder, link, other_schema, mistyped_rows])
+def test_a_damaged_cache_is_one_line_that_says_to_move_it_away(tmp_path: Path, damage) -> None:
+    path = tmp_path / "requests.sqlite"
+    damage(path)
+    with pytest.raises(UserError, match=rf"^{path}: damaged request cache \(.+\); move it away and rerun$"):
+        engine = CachedEngine(CountingEngine(), path, IDENTITY)
+        run_stage(engine)

@@ -93,3 +93,27 @@ def test_the_oracle_without_n_gives_distinct_samples_under_fan_out(mode: str, tm
     request = Request(prompt="label", n=8, seed=3, task="label", fields={"problem": "Compute 47+85."})
     samples = make_engine(cfg, tmp_path / "requests.sqlite").generate([request])[0]
     assert len(samples) == 8 and len({c.text for c in samples}) > 1
+
+
+class SometimesAllChoices(OneChoiceServer):
+    """Returns every choice on the first reply, one on the others: `auto` settles on native, then falls short."""
+
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        self.returns_n = not self.sent
+        return super().generate(requests)
+
+
+def test_auto_that_settled_on_native_says_auto_and_advises_fanout() -> None:
+    with pytest.raises(UserError, match=r"n_mode' is auto\); set n_mode: fanout") as error:
+        SampleFanOut(SometimesAllChoices(), "auto").generate(requests())
+    assert "is native" not in str(error.value)
+
+
+class NoChoiceServer(OneChoiceServer):
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        return [[] for _ in requests]
+
+
+def test_fanout_with_no_completion_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="no completion for a single-choice request"):
+        SampleFanOut(NoChoiceServer(), "fanout").generate(requests())

@@ -21,6 +21,7 @@ from _openai_server import MODEL, FakeServer, serving
 from sws.config import EngineConfig
 from sws.engines import make_engine
 from sws.engines.base import Request
+from sws.engines.openai import ray_llm_answer
 from sws.errors import UserError
 from sws.grading import extract_answer, grade_many
 from sws.world import get_world
@@ -264,3 +265,91 @@ def test_openai_engine_against_a_real_vllm_serve(vllm_server: str, trained_polic
     resumed = make_engine(cfg, tmp_path / "requests.sqlite")
     assert resumed.generate([*requests, chat]) == results
     assert resumed.hit_rate == 1.0
+
+
+# ---------------------------------------------------------------- a server that does not answer as OpenAI does
+
+CHAT = [Request(messages=({"role": "user", "content": "Compute 2+2."},), n=2, seed=1)]
+
+
+def html(server: FakeServer) -> None:
+    server.raw_post = ("text/html", b"<!DOCTYPE html><html><body>Welcome</body></html>")
+
+
+def not_json(server: FakeServer) -> None:
+    server.raw_post = ("application/json", b"{'not': json")
+
+
+def a_list(server: FakeServer) -> None:
+    server.raw_post = ("application/json", b"[1, 2]")
+
+
+def no_choices(server: FakeServer) -> None:
+    server.mangle = lambda body: {**body, "choices": []}
+
+
+def too_many_choices(server: FakeServer) -> None:
+    server.mangle = lambda body: {**body, "choices": body["choices"] * 2}
+
+
+def choices_not_a_list(server: FakeServer) -> None:
+    server.mangle = lambda body: {**body, "choices": "x"}
+
+
+def content_not_text(server: FakeServer) -> None:
+    server.mangle = lambda body: {**body, "choices": [{**c, "message": {"content": 5}} for c in body["choices"]]}
+
+
+@pytest.mark.parametrize("hostile, said", [
+    (html, "an HTML page instead of a completion"), (not_json, "text that is not JSON"), (a_list, "a JSON list"),
+    (no_choices, "a completion without choices"), (too_many_choices, "4 choices for a request with n=2"),
+    (choices_not_a_list, "a completion without choices"), (content_not_text, "has the wrong type"),
+])
+def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_server(server: FakeServer, hostile, said) -> None:
+    hostile(server)
+    with pytest.raises(UserError, match="did not answer as an OpenAI-compatible server") as error:
+        engine_for(server).generate(CHAT)
+    assert server.base_url in str(error.value) and said in str(error.value)
+    assert len(server.posts) == 1  # not retried: the same server would send the same
+
+
+def test_an_html_page_at_base_url_is_one_line_at_start(server: FakeServer) -> None:
+    server.raw_get = ("text/html", b"<html><body>a web site</body></html>")
+    with pytest.raises(UserError, match=rf"{re.escape(server.base_url)} .*an HTML page instead of its model list"):
+        engine_for(server).generate(CHAT)
+
+
+def test_a_server_error_before_a_good_reply_is_still_retried(server: FakeServer) -> None:
+    server.failures = [503]
+    assert len(engine_for(server).generate(CHAT)[0]) == 2
+
+
+def test_negative_or_missing_usage_counts_as_zero_tokens(server: FakeServer) -> None:
+    server.mangle = lambda body: {**body, "usage": {"completion_tokens": -5}}
+    assert [c.tokens for c in engine_for(server).generate(CHAT)[0]] == [0, 0]
+    server.mangle = lambda body: {key: value for key, value in body.items() if key != "usage"}
+    assert [c.tokens for c in engine_for(server).generate(CHAT)[0]] == [0, 0]
+
+
+def test_lone_surrogates_are_replaced_and_the_text_is_cached(server: FakeServer, tmp_path: Path) -> None:
+    server.mangle = lambda body: {**body, "choices": [{**c, "message": {"content": "a\ud800b"}}
+                                                      for c in body["choices"]]}
+    engine = make_engine(EngineConfig(engine="openai", model=MODEL, options={"base_url": server.base_url}),
+                         tmp_path / "requests.sqlite")
+    assert [c.text for c in engine.generate(CHAT)[0]] == ["a\ufffdb", "a\ufffdb"]
+    engine.close()
+
+
+def ray_row(response: Any) -> dict[str, Any]:
+    return {"name": "s", "http_response": response}
+
+
+def test_a_ray_reply_is_checked_as_the_engines_own() -> None:
+    good = {"choices": [{"index": 0, "message": {"content": "a\ud800"}, "finish_reason": "length"}],
+            "usage": {"completion_tokens": -3}}
+    assert ray_llm_answer(ray_row(good), "http://h/v1") == {"text": "a\ufffd", "tokens": 0, "finish_reason": "length"}
+    assert ray_llm_answer(ray_row({"choices": [{"text": "b"}]}), "http://h/v1")["text"] == "b"
+    for bad in ("<html></html>", {"choices": []}, {"choices": [{"message": {"content": 5}}]},
+                {"choices": [{"text": "b"}, {"text": "c"}]}):
+        with pytest.raises(UserError, match=r"the server at http://h/v1 did not answer as an OpenAI-compatible"):
+            ray_llm_answer(ray_row(bad), "http://h/v1")

@@ -99,3 +99,17 @@ def test_current_manifest_skips_and_a_crash_resumes_from_the_request_cache(tmp_p
     assert len(calls) == 25 + (n_weak - 20)
     assert read_table(tmp_path, "concepts").height == n_weak
     assert extract.run(config, tmp_path).skipped
+
+
+def test_concepts_with_control_characters_are_rejected(tmp_path: Path, monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    engine = ScriptedEngine(lambda request, _: '["carry\\u0000ing", "place value"]' if "mod" in request.fields["problem"]
+                            else '["multiplication", "\\u202eplace value"]' if "*" in request.fields["problem"]
+                            else '["addition"]')
+    use_engines(monkeypatch, {"scripted": engine})
+    config = PipelineConfig()
+    config.roles.extractor = scripted_role("scripted")
+    extract.run(config, tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "concepts"))
+    assert rejected.height > 0 and set(rejected["reject_reason"]) == {"control_characters"}
+    assert all(listed == ["addition"] for listed in read_table(tmp_path, "concepts")["concepts"].to_list())

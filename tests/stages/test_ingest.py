@@ -53,6 +53,23 @@ def test_unmatched_log_exits_2_and_keeps_the_previous_rollouts(run_dir: Path) ->
     assert read_table(run_dir, "rollouts").equals(previous)
 
 
+@pytest.mark.parametrize("make", [
+    lambda dumps: (dumps / "1.jsonl").write_text(""),
+    lambda dumps: (dumps / "1.jsonl").mkdir(),
+    lambda dumps: (dumps / "1.jsonl").write_text('{"input": "x", "score": 0, "step": 1, "graded": false, '
+                                                 '"problem_id": "math-train-0002"}\n'),
+])
+def test_an_empty_log_never_replaces_a_good_one(run_dir: Path, make) -> None:
+    assert invoke("--run", str(run_dir), "--verl-dumps", str(FIXTURES / "verl_dumps" / "prompt_only")).exit_code == 0
+    good = table_path(run_dir, "rollouts").read_bytes()
+    dumps = run_dir / "dumps"
+    dumps.mkdir()
+    make(dumps)
+    result = invoke("--run", str(run_dir), "--verl-dumps", str(dumps))
+    assert result.exit_code == 2 and result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert table_path(run_dir, "rollouts").read_bytes() == good
+
+
 @pytest.mark.parametrize("line, message", [
     ('{"input": "x", "gts": "4", "score": 1.0, "problem_id": "math-train-0002"}', "lack a numeric 'step'"),
     ('{"input": "user\\nCompute 1+1.\\nassistant\\n", "gts": "2", "score": 1.0, "step": 1}',

@@ -183,3 +183,14 @@ def test_a_label_that_copies_the_solution_in_the_problem_is_rejected(tmp_path: P
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert rejected.select("problem", "reject_reason").rows() == [(leaked, "copied_solution")]
     assert read_table(tmp_path, "labeled")["answer"].to_list() == ["56"]
+
+
+def test_answers_or_problems_with_control_characters_never_reach_the_labeled_set(tmp_path: Path, monkeypatch):
+    samples = {"plain": [boxed("4")] * 8, "escaped answer": [boxed("4\x1b[2J")] * 8,
+               "bell \x07 in the problem": [boxed("4")] * 8, "flipped \u202e problem": [boxed("4")] * 8}
+    write_rated(tmp_path, list(samples))
+    use_engines(monkeypatch, {"labeler": scripted(samples)})
+    label.run(labeler_config(), tmp_path)
+    assert read_table(tmp_path, "labeled")["problem"].to_list() == ["plain"]
+    rejected = read_parquet(rejected_path(tmp_path, "labeled"))
+    assert set(rejected["reject_reason"]) == {"control_characters"} and rejected.height == 3

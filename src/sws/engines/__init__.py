@@ -22,7 +22,7 @@ from sws.engines.lazy import LazyEngine
 from sws.errors import UserError
 from sws.world import all_worlds
 
-__all__ = ["ENGINES", "CachedEngine", "Completion", "Engine", "Request", "engine_class", "make_engine"]
+__all__ = ["ENGINES", "CachedEngine", "Completion", "Engine", "Request", "check_engine", "engine_class", "make_engine"]
 
 ENGINES: dict[str, str] = {
     "hf": "sws.engines.hf:HFEngine",
@@ -45,16 +45,23 @@ def engine_class(name: str) -> type[Engine]:
     return getattr(importlib.import_module(module_name), class_name)
 
 
+def check_engine(cfg: EngineConfig) -> tuple[type[Engine], EngineConfig, str]:
+    """The checks that need no model and no server (engine name, options, model folder, API key variable):
+    the engine's class, its config without the common option `n_mode`, and that mode."""
+    mode = read_n_mode(cfg.options)
+    engine_cfg = cfg.model_copy(update={"options": {k: v for k, v in cfg.options.items() if k != "n_mode"}})
+    cls = engine_class(cfg.engine)
+    cls.check_config(engine_cfg)
+    return cls, engine_cfg, mode
+
+
 def make_engine(cfg: EngineConfig, cache: Path | None = None) -> Engine:
     """Build the engine `cfg.engine` names; with a `cache` file, behind that request cache.
 
     Unknown engine names, bad options and missing model folders raise UserError here, before any stage writes;
     with a cache, the engine is built (model loaded, server checked) only when the cache cannot answer.
     """
-    mode = read_n_mode(cfg.options)
-    engine_cfg = cfg.model_copy(update={"options": {k: v for k, v in cfg.options.items() if k != "n_mode"}})
-    cls = engine_class(cfg.engine)
-    cls.check_config(engine_cfg)
+    cls, engine_cfg, mode = check_engine(cfg)
 
     def build() -> Engine:
         return SampleFanOut(cls(engine_cfg), mode)

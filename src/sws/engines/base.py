@@ -123,6 +123,11 @@ class Engine:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
+def is_count(value: Any) -> bool:
+    """Whether `value` is a non-negative integer (not a bool): a token count, a sample or choice index."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def in_request_order(answers: Iterable[tuple[int, list[Completion]]], count: int) -> list[list[Completion]]:
     """`generate`'s result from a streaming engine's `(index, completions)` pairs, which come as they finish."""
     results: list[list[Completion]] = [[] for _ in range(count)]

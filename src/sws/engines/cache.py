@@ -6,6 +6,8 @@ change the text, the messages or prompt, the sampling settings, the seed and the
 busy timeout let several processes write the same cache at once.
 Each row keeps the completion's `finish_reason`. Rows written before it was recorded (NULL) are treated as
 missing and asked again: they may be cut-off outputs that nothing can tell apart from finished ones.
+A cache sqlite cannot read (truncated, garbled, another schema, a folder or link in its place) or a row of the
+wrong types is one line saying to move the file away: a cache is only ever a saving, never worth a guess.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sws import ui
 from sws.artifacts import fingerprint
 from sws.config import EngineConfig
-from sws.engines.base import Completion, Engine, Request
+from sws.engines.base import Completion, Engine, Request, is_count
+from sws.errors import UserError
 
 # Engine options that change speed, memory or transport, never the text a model returns.
 RUNTIME_OPTIONS = frozenset({
@@ -80,12 +84,15 @@ class CachedEngine(Engine):
         self.misses = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._db:
-            self._db.execute(_SCHEMA)
-        _add_finish_reason_column(self._db)
+        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
+            raise _damaged(self.path, "not a regular file")
+        with _damage_reported(self.path):
+            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._db:
+                self._db.execute(_SCHEMA)
+            _add_finish_reason_column(self._db)
 
     @property
     def hit_rate(self) -> float:
@@ -137,7 +144,7 @@ class CachedEngine(Engine):
     def _lookup(self, keys: set[str]) -> dict[str, dict[int, Completion]]:
         found: dict[str, dict[int, Completion]] = {}
         ordered = sorted(keys)
-        with self._lock:
+        with self._lock, _damage_reported(self.path):
             for start in range(0, len(ordered), _LOOKUP_CHUNK):
                 chunk = ordered[start:start + _LOOKUP_CHUNK]
                 rows = self._db.execute(
@@ -146,17 +153,33 @@ class CachedEngine(Engine):
                     chunk,
                 )
                 for key, sample, text, tokens, finish_reason in rows:
+                    if not (is_count(sample) and isinstance(text, str) and is_count(tokens)
+                            and isinstance(finish_reason, str)):
+                        raise _damaged(self.path, "a row whose sample, text, tokens or finish_reason has the wrong type")
                     found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason)
         return found
 
     def _store(self, key: str, completions: list[Completion]) -> None:
         rows = [(key, index, completion.text, completion.tokens, completion.finish_reason)
                 for index, completion in enumerate(completions)]
-        with self._lock, self._db:
+        with self._lock, _damage_reported(self.path), self._db:
             self._db.executemany(
                 "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason) VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
+
+
+def _damaged(path: Path, reason: str) -> UserError:
+    return UserError(f"{path}: damaged request cache ({reason}); move it away and rerun")
+
+
+@contextmanager
+def _damage_reported(path: Path) -> Iterator[None]:
+    """Any sqlite error (a truncated or garbled file, another schema, a read-only mount) as one line."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
 def _add_finish_reason_column(db: sqlite3.Connection) -> None:

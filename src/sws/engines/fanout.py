@@ -45,6 +45,7 @@ class SampleFanOut(Engine):
         self.engine = engine
         self.name = engine.name
         self.model = engine.model
+        self.configured = mode
         self.mode = "native" if mode == "auto" and engine.honours_n else mode
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
@@ -70,14 +71,20 @@ class SampleFanOut(Engine):
         for position, completions in self.engine.generate_iter([requests[index] for index in pending]):
             index = pending[position]
             if len(completions) < requests[index].n:
-                raise UserError(
-                    f"the {self.name} engine returned {len(completions)} completions for n={requests[index].n} "
-                    "(engine option 'n_mode' is native); set n_mode: fanout or auto in the role's options"
-                )
+                raise self._too_few(len(completions), requests[index].n)
             yield index, completions
 
     def close(self) -> None:
         self.engine.close()
+
+    def _too_few(self, returned: int, n: int) -> UserError:
+        if self.configured == "native":
+            return UserError(f"the {self.name} engine returned {returned} completions for n={n} (engine option "
+                             "'n_mode' is native); set n_mode: fanout or auto in the role's options")
+        # auto: the first reply had every choice, so the server honours n only at times.
+        return UserError(f"the {self.name} engine returned {returned} completions for n={n}, after an earlier "
+                         f"reply with all of them (engine option 'n_mode' is {self.configured}); set n_mode: fanout "
+                         "in the role's options to ask one completion per request")
 
     def _fanned_out(self, requests: list[Request], pending: list[int]) -> Iterator[tuple[int, list[Completion]]]:
         singles = [(index, single) for index in pending for single in fan_out(requests[index])]
@@ -85,7 +92,8 @@ class SampleFanOut(Engine):
         for position, completions in self.engine.generate_iter([single for _, single in singles]):
             index, single = singles[position]
             if not completions:
-                raise RuntimeError(f"{self.name} engine returned no completion for a single-choice request")
+                raise UserError(f"the {self.name} engine returned no completion for a single-choice request "
+                                "(engine option 'n_mode' is fanout); check the server")
             gathered[index][single.seed] = completions[0]
             if len(gathered[index]) == requests[index].n:
                 by_seed = gathered.pop(index)

@@ -8,14 +8,18 @@ and dropped connections are retried `max_retries` times with exponential backoff
 only from the environment variable named by `api_key_env` (default OPENAI_API_KEY; a local server accepts the
 value EMPTY). When built, the engine lists the server's models, so an unreachable server, a rejected key or an
 unserved model is one clear error before any request. A server that returns fewer choices than `n` is handled
-by `sws.engines.fanout` (option `n_mode`).
+by `sws.engines.fanout` (option `n_mode`). Every 200 reply is checked before use: a body that is not an
+OpenAI completion (an HTML page, text that is not JSON, no choices, more than `n`, mistyped fields) is one error
+naming `base_url` and what came; a missing or negative token count is 0; lone UTF-16 surrogates become U+FFFD.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +41,7 @@ from sws.engines.base import (
     check_options,
     import_ray_llm,
     in_request_order,
+    is_count,
 )
 from sws.errors import UserError
 
@@ -78,7 +83,8 @@ class OpenAIEngine(Engine):
             headers={"Authorization": f"Bearer {key}"}, qps=int(options.get("max_concurrency", 16)),
             max_retries=int(options.get("max_retries", 3)), concurrency=replicas,
         )
-        return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model), ray_llm_answer)
+        return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model),
+                      functools.partial(ray_llm_answer, base_url=base_url))
 
     @staticmethod
     def check_config(cfg: EngineConfig) -> None:
@@ -107,7 +113,7 @@ class OpenAIEngine(Engine):
 
     def _check_server(self, key_env: str) -> None:
         try:
-            served = [model.id for model in self.client.models.list()]
+            raw = self.client.models.with_raw_response.list()
         except openai.APIConnectionError as exc:
             raise UserError(
                 f"cannot reach the server at {self.base_url} (engine option 'base_url'): {_reason(exc)}; "
@@ -120,6 +126,7 @@ class OpenAIEngine(Engine):
             ) from None
         except openai.APIStatusError as exc:
             raise _refused(self.base_url, exc) from None
+        served = _served_models(_json_object(raw.text, self.base_url, "its model list"), self.base_url)
         if self.model not in served:
             raise UserError(
                 f"model '{self.model}' is not served at {self.base_url} (field 'model' of the role); "
@@ -132,19 +139,19 @@ class OpenAIEngine(Engine):
             "max_tokens": request.max_tokens, "stop": list(request.stop) or None, "seed": request.seed,
         }
         settings = {name: value for name, value in settings.items() if value is not None}
-        if request.messages is not None:
-            response = self._with_retries(
-                lambda: self.client.chat.completions.create(messages=list(request.messages), **settings)
-            )
-            choices = sorted(response.choices, key=lambda c: c.index)
-            texts = [choice.message.content or "" for choice in choices]
+        chat = request.messages is not None
+        if chat:
+            raw = self._with_retries(lambda: self.client.chat.completions.with_raw_response.create(
+                messages=list(request.messages), **settings))
         else:
-            response = self._with_retries(lambda: self.client.completions.create(prompt=request.prompt, **settings))
-            choices = sorted(response.choices, key=lambda c: c.index)
-            texts = [choice.text for choice in choices]
-        tokens = _split_tokens(response.usage.completion_tokens if response.usage else 0, texts)
-        return [Completion(text, count, choice.finish_reason or FINISHED)
-                for text, count, choice in zip(texts, tokens, choices, strict=True)]
+            raw = self._with_retries(lambda: self.client.completions.with_raw_response.create(
+                prompt=request.prompt, **settings))
+        response = _json_object(raw.text, self.base_url, "a completion")
+        choices = _checked_choices(response, chat, request.n, self.base_url)
+        texts = [text for text, _ in choices]
+        tokens = _split_tokens(_completion_tokens(response), texts)
+        return [Completion(text, count, reason or FINISHED)
+                for (text, reason), count in zip(choices, tokens, strict=True)]
 
     def _with_retries(self, call: Callable[[], T]) -> T:
         attempt = 0
@@ -221,6 +228,76 @@ def _refused(base_url: str, exc: openai.APIStatusError) -> UserError:
     return UserError(f"the server at {base_url} refused a request: HTTP {exc.status_code}: {message}")
 
 
+CHECK_BASE_URL = ("check that base_url (engine option 'base_url') is the API's address, such as "
+                  "http://host:8000/v1")
+SERVER_FAULT = "a fault of the server, not of sws: update or replace the server"
+
+
+def _not_openai(base_url: str, what: str, fix: str = SERVER_FAULT) -> UserError:
+    return UserError(f"the server at {base_url} did not answer as an OpenAI-compatible server: it sent {what}; {fix}")
+
+
+def _json_object(text: str, base_url: str, expected: str) -> dict[str, Any]:
+    """The body of a 200 reply as a JSON object, or the one-line error saying what came instead of `expected`."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        start = text.lstrip()[:200].lower()
+        if start.startswith(("<!doctype html", "<html")) or "<html" in start:
+            raise _not_openai(base_url, f"an HTML page instead of {expected}", CHECK_BASE_URL) from None
+        raise _not_openai(base_url, f"text that is not JSON instead of {expected} ({text[:60]!r})",
+                          CHECK_BASE_URL) from None
+    if not isinstance(body, dict):
+        raise _not_openai(base_url, f"a JSON {type(body).__name__} instead of {expected}", CHECK_BASE_URL)
+    return body
+
+
+def _served_models(body: dict[str, Any], base_url: str) -> list[str]:
+    data = body.get("data")
+    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+        raise _not_openai(base_url, "a model list without a 'data' list of models with an 'id'", CHECK_BASE_URL)
+    return [model["id"] for model in data]
+
+
+def _checked_choices(response: dict[str, Any], chat: bool, n: int, base_url: str) -> list[tuple[str, str | None]]:
+    """(text, finish_reason) of each choice in index order. A reply with no choice, more than `n`, or choices of
+    the wrong shape is the server's fault; fewer than `n` is left to `n_mode` (`sws.engines.fanout`)."""
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _not_openai(base_url, "a completion without choices")
+    if len(choices) > n:
+        raise _not_openai(base_url, f"{len(choices)} choices for a request with n={n}")
+    checked = []
+    for position, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise _not_openai(base_url, "a choice that is not a JSON object")
+        message = choice.get("message") if chat else None
+        text = (message.get("content") if isinstance(message, dict) else None) if chat else choice.get("text")
+        reason = choice.get("finish_reason")
+        index = choice.get("index", position)
+        if not isinstance(text, str | None) or not isinstance(reason, str | None) or not is_count(index):
+            raise _not_openai(base_url, "a choice whose text, finish_reason or index has the wrong type")
+        checked.append((index, _without_lone_surrogates(text or ""), reason))
+    if len({index for index, _, _ in checked}) != len(checked):
+        raise _not_openai(base_url, "two choices with the same index")
+    return [(text, reason) for _, text, reason in sorted(checked, key=lambda choice: choice[0])]
+
+
+def _completion_tokens(response: dict[str, Any]) -> int:
+    """The reply's completion token total; a missing, mistyped or negative count is taken as 0."""
+    usage = response.get("usage")
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return count if is_count(count) else 0
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """JSON may escape half of a UTF-16 pair (\\ud800); such a character cannot be stored as UTF-8."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _split_tokens(total: int, texts: list[str]) -> list[int]:
     """Per-choice token counts: exact for one choice; for several, the response's total split by text length.
 
@@ -239,9 +316,12 @@ def ray_llm_row(row: dict[str, Any], model: str) -> dict[str, Any]:
     return {**row, "payload": {"model": model, **prompt, **sampling}}
 
 
-def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
-    choice = row["http_response"]["choices"][0]
-    usage = row["http_response"].get("usage") or {}
-    text = choice["message"]["content"] if "message" in choice else choice.get("text")
-    return {"text": text or "", "tokens": int(usage.get("completion_tokens", 0)),
-            "finish_reason": choice.get("finish_reason") or FINISHED}
+def ray_llm_answer(row: dict[str, Any], base_url: str) -> dict[str, Any]:
+    """One sample's reply (Ray's processor sends one request per sample), checked as `_complete` checks it."""
+    response = row["http_response"]
+    if not isinstance(response, dict):
+        raise _not_openai(base_url, f"a {type(response).__name__} instead of a completion", CHECK_BASE_URL)
+    choices = response.get("choices")
+    chat = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict) and "message" in choices[0]
+    [(text, reason)] = _checked_choices(response, chat, 1, base_url)
+    return {"text": text, "tokens": _completion_tokens(response), "finish_reason": reason or FINISHED}

@@ -14,6 +14,7 @@ samples, so every share is over graded answers. `summary.json`'s `ungraded` coun
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +80,17 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     for key, value in summary.items():
         if key.startswith(("weak_solved_", "weak_like_solved_")) and not _is_shares(value):
             raise UserError(f"{path}: field '{key}' is not {{overall: share, per_category: {{category: share}}}} "
-                            f"with shares as numbers; {rerun}")
+                            f"with shares as numbers from 0 to 1; {rerun}")
+    environment = summary.get("environment", {})
+    if not isinstance(environment, dict) or not isinstance(environment.get("versions", {}), dict):
+        raise UserError(f"{path}: field 'environment' is not an object with a 'versions' object; {rerun}")
     return summary
 
 
 def _is_shares(value: Any) -> bool:
-    def share(number: Any) -> bool:
-        return number is None or (isinstance(number, int | float) and not isinstance(number, bool))
+    def share(number: Any) -> bool:  # JSON may hold NaN and Infinity, which json.loads reads as floats
+        return number is None or (isinstance(number, int | float) and not isinstance(number, bool)
+                                   and math.isfinite(number) and 0 <= number <= 1)
 
     return (isinstance(value, dict) and share(value.get("overall"))
             and isinstance(value.get("per_category", {}), dict)

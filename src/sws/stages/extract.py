@@ -2,7 +2,7 @@
 
 Reads `weakness.parquet` (the weak rows) and `problems.parquet` (their text); writes `concepts.parquet` and
 `concepts.rejected.parquet` (outputs cut off at max_tokens, `truncated`, or with no parseable concept list,
-`unparsed`; with the raw text).
+`unparsed`, or with a control or bidi character in a concept, `control_characters`; with the raw text).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sws import ui
+from sws import text_hygiene, ui
 from sws.artifacts import (
     STR,
     StageResult,
@@ -86,9 +86,11 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
     for (problem_id, category, problem), answers in zip(weak.iter_rows(), completions, strict=True):
         raw = answers[0].text
         concepts = None if answers[0].truncated else parse_concepts(raw, k)
-        if concepts is None:
+        reason = "truncated" if answers[0].truncated else "unparsed" if concepts is None else \
+            text_hygiene.REJECT_REASON if text_hygiene.any_hostile(concepts) else None
+        if reason is not None:
             rejected.append({"problem_id": problem_id, "category": category, "problem": problem, "raw": raw,
-                             "reject_reason": "truncated" if answers[0].truncated else "unparsed"})
+                             "reject_reason": reason})
         else:
             kept.append({"problem_id": problem_id, "category": category, "concepts": concepts, "problem": problem})
     concepts_table = pl.DataFrame(kept, schema={**empty_table("concepts").schema, "problem": STR})

@@ -2,8 +2,9 @@
 
 Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
 `synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
-truncated, unparsed, too_short, too_long, solution_leak, answer_leak, multiple_choice, true_false, proof,
-multi_part, near_duplicate; `reject_detail` names what a near-duplicate duplicates).
+truncated, unparsed, control_characters (`sws.text_hygiene`), too_short, too_long, solution_leak, answer_leak,
+multiple_choice, true_false, proof, multi_part, near_duplicate; `reject_detail` names what a near-duplicate
+duplicates).
 A generation cut off at max_tokens is rejected as `truncated` whatever it holds. The problem is the text under
 the last `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`).
 A set's `instance` k >= 1 (combine's fill of a small category's budget) puts a variant request into the prompt's

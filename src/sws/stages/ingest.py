@@ -34,6 +34,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         problems = read_table(run_dir, "problems")
         index_ids = None if seed_file is None else seed_positions(seed_file, problems, cfg.prepare.problem_field)
         rollouts = READERS[settings.format](log_path, problems, index_ids)
+        if rollouts.height == 0:  # an empty log must not replace a good one
+            raise UserError(f"{log_path}: holds no graded rollout; pass the log of a run that trained")
         path = write_table(run_dir, "rollouts", rollouts)
         n_problems = rollouts["problem_id"].n_unique()
         ui.info(f"{STAGE}: {rollouts.height} rollout records of {n_problems} problems from {log_path} -> {path}")

@@ -8,7 +8,8 @@ Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. 
 no groups. A problem is kept when the largest group holds at least synthesize.min_consistency of the N
 samples; its representative becomes `answer`, and `consistency` is the group's share. Consistency cannot
 catch an answer the problem text dictates: when the problem carries a solution whose answer is the largest
-group's, the label is rejected as `copied_solution`.
+group's, the label is rejected as `copied_solution`. A label or problem holding a control or bidi character
+(`sws.text_hygiene`) is rejected as `control_characters`.
 Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so additionally its consistency
 must exceed 50 % and the student policy (roles.policy, prompted as in training) must reach the same answer in
 at least synthesize.student_min_agreement of its M samples (synthesize.student_samples) that could be graded;
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sws import ui
+from sws import text_hygiene, ui
 from sws.artifacts import (
     FLOAT,
     STR,
@@ -112,6 +113,8 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     for index, ((answer, _), solution) in enumerate(zip(labels, leaked, strict=True)):
         if reasons[index] is None and copies_solution(answer, solution):
             reasons[index] = "copied_solution"
+        if reasons[index] is None and text_hygiene.any_hostile([answer or "", problems[index]]):
+            reasons[index] = text_hygiene.REJECT_REASON
     agreements: list[float | None] = [None] * len(problems)
     if student is not None:
         asked = [index for index, reason in enumerate(reasons) if reason is None]

@@ -47,3 +47,10 @@ def test_accuracy_of_a_missing_model_is_one_line_exit_2(tmp_path):
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and "nope" in result.stderr
 
+
+
+def test_a_negative_count_or_seed_is_refused_and_writes_nothing(tmp_path):
+    for option, value in (("--n", "-5"), ("--n", "0"), ("--seed", "-1")):
+        result = sws("world", "seed-set", "--out", str(tmp_path / "s.jsonl"), option, value)
+        assert result.exit_code == 2 and "greater than or equal to" in result.output
+    assert not (tmp_path / "s.jsonl").exists()

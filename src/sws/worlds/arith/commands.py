@@ -12,14 +12,16 @@ from sws.worlds.arith.settings import ArithSettings
 
 CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories (default: all six).")]
 NPerCategoryOpt = Annotated[
-    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).")
+    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).",
+                              min=1)
 ]
 
 
 def seed_set(
     out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
-    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the problem draw.")] = 0,
+    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).",
+                                                   min=1)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the problem draw.", min=0)] = 0,
     categories: CategoriesOpt = None,
     levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard (default all).")] = None,
 ) -> None:

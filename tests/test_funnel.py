@@ -1,0 +1,30 @@
+import pytest
+
+from sws.artifacts import StageResult, run_stage
+from sws.errors import UserError
+from sws.funnel import FunnelRow, read_funnel
+from sws.run_dir import RunDir
+
+
+def step_with_funnel(run_dir, funnel) -> None:
+    output = run_dir / "out.txt"
+
+    def body() -> StageResult:
+        output.write_text("x")
+        return StageResult("generate", info={"funnel": funnel})
+
+    run_stage(run_dir, "generate", config={}, inputs=[], outputs=[output], body=body)
+
+
+def test_the_funnel_row_a_step_kept_reads_back(tmp_path):
+    row = FunnelRow("generate", 10, 7, {"too_long": 3})
+    step_with_funnel(tmp_path, row.as_info())
+    assert read_funnel(tmp_path, ["generate", "rate"]) == [row]
+
+
+@pytest.mark.parametrize("funnel", ["x", {"step": "generate"}, {"step": "generate", "in": "many", "kept": 1},
+                                    {"step": "generate", "in": 1, "kept": 1, "rejected": 5}])
+def test_a_funnel_row_of_the_wrong_shape_is_one_line_naming_the_manifest(tmp_path, funnel):
+    step_with_funnel(tmp_path, funnel)
+    with pytest.raises(UserError, match=rf"{RunDir(tmp_path).manifest('generate')}: field 'info.funnel'"):
+        read_funnel(tmp_path, ["generate"])
