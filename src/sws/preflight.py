@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from sws import held_out
 from sws.config import PipelineConfig, require_roles
 from sws.errors import UserError
 from sws.stage import all_stages, get_stage
@@ -49,4 +50,6 @@ def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
     require_roles(cfg, [role for step in steps for role in get_stage(step).roles], source)
     check_files(cfg, command, source)
+    if command in ("eval", "run"):
+        held_out.check_settings(cfg, source)
     check_executor(cfg, command)
