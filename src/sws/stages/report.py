@@ -329,6 +329,27 @@ def evaluation_section(page: Page) -> Section:
     return Section(title, body)
 
 
+def benchmarks_section(page: Page) -> Section:
+    """Each benchmark's Pass@1 and Avg@k (its own k) per checkpoint, their average, and every held-out set's
+    size and overlap with the training sets, from summary.json."""
+    title = "Benchmarks: Pass@1 and Avg@k, with the average over benchmarks"
+    if not RunDir(page.run_dir).summary.is_file():
+        return Section(title, page.missing("eval/benchmarks"))
+    summary = eval_stage.read_summary(page.run_dir)
+    rows = [{"checkpoint": checkpoint, "benchmark": name, "k": scores.get("k"), "n": scores.get("n"),
+             "Pass@1": scores["pass1"], "Avg@k": scores["avg_k"]}
+            for checkpoint, per_set in summary.get("benchmarks", {}).items() for name, scores in per_set.items()]
+    held_out = [{"held-out set": name, "problems": sizes["n"], "overlap with training sets": sizes["overlap"]}
+                for name, sizes in summary.get("held_out", {}).items()]
+    body = (paragraph("`average` is the unweighted mean over the benchmarks; `base` is train.init_model before "
+                      "any training.") + (html_table(pl.DataFrame(rows)) if rows else paragraph("No benchmark."))
+            + "<h3>Held-out sets</h3>"
+            + paragraph("No held-out set holds a problem any checkpoint trained on (seed, synthetic, selected); "
+                        "recompute the overlap from eval/problems.parquet and augmented.parquet.")
+            + (html_table(pl.DataFrame(held_out)) if held_out else paragraph("No held-out set.")))
+    return Section(title, body)
+
+
 def mitigation_section(page: Page) -> Section:
     title = "Weakness mitigation: share of the previously weak problems each policy solves"
     weakness = page.table("eval/weakness")
@@ -431,7 +452,7 @@ def environment_section(page: Page) -> Section:
 
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
-    training_section, evaluation_section, mitigation_section, teachability_section, environment_section,
+    training_section, evaluation_section, benchmarks_section, mitigation_section, teachability_section, environment_section,
 )
 
 
