@@ -34,6 +34,7 @@ from sws.training import (
     TrainJob,
     TrainOutcome,
     launch_script_path,
+    online_filter_band,
     progress_path,
     replace_dir,
     staging_dir,
@@ -137,11 +138,6 @@ def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None
     log.flush()
     _save_final(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final_dir(job.out_dir))
     return trainer.state.log_history
-
-
-def online_filter_band(job: TrainJob, cfg: TrainConfig) -> tuple[float, float] | None:
-    """train.online_filter, for the augmented run only (the authors' dynamic sampling in their augmented stage)."""
-    return cfg.online_filter if job.name == "augmented" else None
 
 
 class BandFilteredGRPOTrainer(GRPOTrainer):
