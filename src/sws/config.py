@@ -156,6 +156,9 @@ class SynthesizeConfig(Section):
     student_samples: int = Field(8, ge=1)
     student_min_agreement: float = Field(0.25, ge=0, le=1)
     shard_size: int = Field(256, ge=1)
+    # A generated problem whose embedding (roles.embedder) has at least this cosine similarity with a benchmark
+    # problem (reference_files and eval.benchmarks) is rejected as `contaminated`; None: by text only.
+    contamination_similarity: float | None = Field(0.8, gt=0, le=1)
 
 
 class FilterConfig(Section):

@@ -6,7 +6,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sws.artifacts import SCHEMAS, StageResult, environment, run_stage, write_json, write_rejected, write_table
+from sws.artifacts import (
+    SCHEMAS,
+    StageResult,
+    environment,
+    run_stage,
+    write_json,
+    write_rejected,
+    write_table,
+)
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
 from sws.run_dir import RunDir
@@ -175,3 +183,17 @@ def test_benchmarks_section_gives_each_benchmarks_k_the_average_and_held_out_ove
     assert "<td>augmented</td><td>weak_like</td><td>16</td><td>4</td><td>1.000</td><td>0.000</td>" in body
     assert "<td>augmented</td><td>average</td><td>–</td><td>–</td><td>1.000</td><td>0.000</td>" in body
     assert "<td>weak_like</td><td>4</td><td>0</td>" in body
+
+
+def test_contamination_section_lists_the_closest_pairs_from_generate(tmp_path: Path) -> None:
+    pairs = [{"problem": f"Generated {i}", "benchmark": "math500", "benchmark_problem": f"Benchmark {i}",
+              "similarity": 0.9 - i / 100} for i in range(10)]
+    run_stage(tmp_path, "generate", config={}, inputs=[], outputs=[],
+              body=lambda: StageResult("generate", info={"closest_benchmark_pairs": pairs}))
+
+    section = report.contamination_section(report.Page(tmp_path, PipelineConfig()))
+
+    assert section.body.count("<tr>") == 11  # the header and ten pairs, nearest first
+    assert section.body.index("Generated 0") < section.body.index("Generated 9")
+    assert "<td>0.9</td><td>Generated 0</td><td>math500</td><td>Benchmark 0</td>" in section.body.replace(
+        "0.900", "0.9")

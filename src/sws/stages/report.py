@@ -350,6 +350,25 @@ def benchmarks_section(page: Page) -> Section:
     return Section(title, body)
 
 
+def contamination_section(page: Page) -> Section:
+    """The ten generated problems nearest to a benchmark problem (embedding cosine), from generate's manifest."""
+    title = "Decontamination: the generated problems closest to a benchmark"
+    manifest = read_manifest(page.run_dir, generate.STEP)
+    if manifest is None:
+        return Section(title, page.missing("synthetic"))
+    pairs = manifest.get("info", {}).get("closest_benchmark_pairs", [])
+    threshold = page.cfg.synthesize.contamination_similarity
+    if not pairs:
+        return Section(title, paragraph("No benchmark problem to compare with (synthesize.reference_files and the "
+                                        "benchmark files of eval.benchmarks), or no generated problem."))
+    table = pl.DataFrame(pairs).select(
+        pl.col("similarity").alias("cosine"), pl.col("problem").map_elements(_shortened, return_dtype=pl.Utf8),
+        "benchmark", pl.col("benchmark_problem").map_elements(_shortened, return_dtype=pl.Utf8))
+    return Section(title, paragraph(f"Problems at cosine {threshold} or above are rejected as contaminated "
+                                    "(synthesize.contamination_similarity); exact and near-exact copies of the text "
+                                    "are rejected before.") + html_table(table))
+
+
 def mitigation_section(page: Page) -> Section:
     title = "Weakness mitigation: share of the previously weak problems each policy solves"
     weakness = page.table("eval/weakness")
@@ -452,7 +471,7 @@ def environment_section(page: Page) -> Section:
 
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
-    training_section, evaluation_section, benchmarks_section, mitigation_section, teachability_section, environment_section,
+    training_section, evaluation_section, benchmarks_section, mitigation_section, contamination_section, teachability_section, environment_section,
 )
 
 
