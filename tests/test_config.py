@@ -69,8 +69,8 @@ def test_a_missing_pipeline_file_is_a_user_error(tmp_path):
 
 
 def test_overrides_set_dotted_paths_and_ignore_none():
-    config = with_overrides(PipelineConfig(), {"identify.max_acc": 0.3, "identify.strict": None, "seed": 7})
-    assert (config.identify.max_acc, config.identify.strict, config.seed) == (0.3, False, 7)
+    config = with_overrides(PipelineConfig(), {"identify.max_acc": 0.3, "identify.strict_slope": None, "seed": 7})
+    assert (config.identify.max_acc, config.identify.strict_slope, config.seed) == (0.3, False, 7)
 
 
 def test_an_override_of_an_unknown_field_is_an_error():

@@ -74,7 +74,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     **{f"train/{kind}/rollouts": ROLLOUT_COLUMNS for kind in TRAIN_KINDS[1:]},
     "eval/problems": {
         "checkpoint": STR, "eval_set": STR, "problem_id": STR, "category": STR,
-        "greedy_correct": BOOL, "n": INT, "n_correct": INT,
+        "greedy_correct": BOOL, "n": INT, "n_correct": INT, "k": INT, "problem": STR,
     },
     "eval/benchmarks": {
         "checkpoint": STR, "eval_set": STR, "category": STR, "n": INT, "pass1": FLOAT, "avg_k": FLOAT,

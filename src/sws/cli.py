@@ -274,7 +274,8 @@ def evaluate(
     run: RunOpt,
     k: Annotated[int | None, typer.Option(help="Samples per problem for Avg@k (default 8).")] = None,
     benchmarks: Annotated[
-        str | None, typer.Option(help="Comma-separated held-out sets: arith, math500, aime24, aime25, gsm8k.")
+        str | None, typer.Option(help="Comma-separated held-out sets: arith, math500, aime24, aime25, gsm8k "
+                                     "(benchmark files, each with its own k: eval.benchmarks in the pipeline file).")
     ] = None,
     executor: ExecutorOpt = None,
     config: PipelineOpt = None,

@@ -80,6 +80,9 @@ class PrepareConfig(Section):
     # A reply outside the list, unparsed or cut off is asked again (new seed) up to this many times; then the row
     # stays `uncategorized`.
     categorize_retries: int = Field(2, ge=0)
+    # A seeded random sample of this many of the kept problems (their order kept): a small-scale run of a large
+    # seed set, where the policy must see each seed problem several times for its accuracy trajectory.
+    max_problems: int | None = Field(None, ge=1)
 
 
 class IngestConfig(Section):
@@ -93,13 +96,32 @@ class IngestConfig(Section):
 
 
 class IdentifyConfig(Section):
-    """`sws identify`: weak <=> n_record >= min_records, max_acc <= max_acc and slope <= max_slope (< if strict)."""
+    """`sws identify`: weak <=> n_record >= min_records, max_acc <= max_acc and slope <= max_slope; each `<=`
+    becomes `<` with its own strict flag.
+
+    The authors' failure record follows `max_acc <= 0.5 and slope <= 0`, so a never-solved problem (all zeros,
+    slope exactly 0) is weak; `strict_slope` would drop it.
+    """
 
     max_acc: float = Field(0.5, ge=0, le=1)
     # An accuracy trajectory's OLS slope lies in [-1, 1].
     max_slope: float = Field(0.0, ge=-1, le=1)
-    strict: bool = False
     min_records: int = Field(1, ge=0)
+    strict_max_acc: bool = False
+    strict_slope: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_strict_flag_per_threshold(cls, data: Any) -> Any:
+        """An older config's `strict: X` made both inequalities strict (X true) or neither: the same as both flags."""
+        if isinstance(data, dict) and "strict" in data:
+            data = dict(data)
+            strict = data.pop("strict")
+            for flag in ("strict_max_acc", "strict_slope"):
+                if data.setdefault(flag, strict) != strict:
+                    raise ValueError(f"'strict' ({strict}) and '{flag}' ({data[flag]}) disagree; 'strict' is the "
+                                     "old spelling of both strict_max_acc and strict_slope: remove it")
+        return data
 
 
 class SynthesizeConfig(Section):
@@ -143,6 +165,9 @@ class SynthesizeConfig(Section):
     student_samples: int = Field(8, ge=1)
     student_min_agreement: float = Field(0.25, ge=0, le=1)
     shard_size: int = Field(256, ge=1)
+    # A generated problem whose embedding (roles.embedder) has at least this cosine similarity with a benchmark
+    # problem (reference_files and eval.benchmarks) is rejected as `contaminated`; None: by text only.
+    contamination_similarity: float | None = Field(0.8, gt=0, le=1)
 
 
 class FilterConfig(Section):
@@ -150,7 +175,9 @@ class FilterConfig(Section):
 
     band: tuple[float, float] = (0.25, 0.75)
     rollouts: int = Field(8, ge=1)
-    max_tokens: int = Field(32, ge=1)
+    # None: train.max_completion_length, so a solution the policy may write in training is not cut short here
+    # (a cut-off one is scored wrong, or on an intermediate answer). Read it through `filter_max_tokens`.
+    max_tokens: int | None = Field(None, ge=1)
     # Problems per shard: a crash loses at most one shard's grading (the request cache keeps its samples).
     shard_size: int = Field(256, ge=1)
 
@@ -239,13 +266,36 @@ class TrainConfig(Section):
     extra: dict[str, Any] = Field(default_factory=dict)
     trl: TrlConfig = Field(default_factory=TrlConfig)
     verl: VerlConfig = Field(default_factory=VerlConfig)
+    # [low, high]: augmented training keeps only rollout groups whose accuracy lies in the band (inclusive), the
+    # SwS authors' dynamic sampling; the rollout log still records every group, with `dropped`. None: keep all.
+    online_filter: tuple[float, float] | None = None
+
+    @field_validator("online_filter")
+    @classmethod
+    def _filter_is_a_band(cls, band: tuple[float, float] | None) -> tuple[float, float] | None:
+        if band is not None and not 0.0 <= band[0] <= band[1] <= 1.0:
+            raise ValueError(f"need 0 <= low <= high <= 1, got {list(band)}; give two accuracies like [0.125, 0.875]")
+        return band
+
+
+class BenchmarkConfig(Section):
+    """One entry of `eval.benchmarks` written as a mapping: a shipped or world set by `name`, or a `file` (JSON,
+    JSONL or Parquet with problem and answer fields, read as `sws prepare` reads a seed file) named `name`."""
+
+    name: str = Field(min_length=1)
+    file: str | None = None
+    # None: eval.k.
+    k: int | None = Field(None, ge=1)
+    problem_field: str | None = None
+    answer_field: str | None = None
 
 
 class EvalConfig(Section):
-    """`sws eval`: held-out sets (arith, math500, aime24, aime25, gsm8k), the weak problems and the seed set."""
+    """`sws eval`: held-out sets (arith, math500, aime24, aime25, gsm8k, or files), the weak problems and the seed
+    set. `base` among the checkpoints is train.init_model, before any training."""
 
-    benchmarks: list[str] = Field(default_factory=lambda: ["arith"])
-    checkpoints: list[Literal["start", "initial", "baseline", "augmented"]] = Field(
+    benchmarks: list[str | BenchmarkConfig] = Field(default_factory=lambda: ["arith"])
+    checkpoints: list[Literal["base", "start", "initial", "baseline", "augmented"]] = Field(
         default_factory=lambda: ["start", "initial", "baseline", "augmented"]
     )
     # The seed set under every checkpoint gives each training set's teachability in the report.
@@ -344,6 +394,11 @@ class PipelineConfig(Section):
             except ValidationError as exc:
                 raise ValueError(error_text(exc.errors()[0], (name,))) from None
         return data
+
+    @property
+    def filter_max_tokens(self) -> int:
+        """The band filter's completion length: filter.max_tokens, else the training completion length."""
+        return self.filter.max_tokens or self.train.max_completion_length
 
     @model_serializer(mode="wrap")
     def _world_section_under_its_name(self, handler: Any) -> dict[str, Any]:
@@ -449,6 +504,10 @@ def _with_paths_relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
         edit(dotted, lambda value: _resolved(value, base))
     for dotted in PATH_LIST_FIELDS:
         edit(dotted, lambda values: [_resolved(v, base) for v in values] if isinstance(values, list) else values)
+    benchmarks = (data.get("eval") or {}).get("benchmarks") if isinstance(data.get("eval"), dict) else None
+    for benchmark in benchmarks if isinstance(benchmarks, list) else []:
+        if isinstance(benchmark, dict) and isinstance(benchmark.get("file"), str):
+            benchmark["file"] = _resolved(benchmark["file"], base)
     for dotted in MODEL_FIELDS:
         edit(dotted, lambda value: _resolved(value, base, only_if_exists=True))
     judges = (data.get("roles") or {}).get("judges") if isinstance(data.get("roles"), dict) else None

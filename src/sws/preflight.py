@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from sws import held_out
 from sws.config import PipelineConfig, require_roles
 from sws.errors import UserError
 from sws.stage import all_stages, get_stage
@@ -62,4 +63,6 @@ def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable
     require_roles(cfg, roles, source)
     check_role_engines(cfg, roles)
     check_files(cfg, command, source)
+    if command in ("eval", "run"):
+        held_out.check_settings(cfg, source)
     check_executor(cfg, command)

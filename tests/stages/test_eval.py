@@ -164,3 +164,92 @@ def test_arith_weak_problems_get_fresh_problems_of_their_families(run_dir: Path)
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_like_solved_augmented"] == {"overall": 1.0,
                                                      "per_category": {"precedence": 1.0, "remainders": 1.0}}
+
+
+def benchmark_file(path: Path, problems: list[tuple[str, str]]) -> Path:
+    path.write_text("".join(json.dumps({"question": problem, "answer": answer}) + "\n" for problem, answer in problems))
+    return path
+
+
+def config_with(benchmarks: list, **eval_settings) -> PipelineConfig:
+    data = oracle_policy_config().model_dump(mode="json")
+    return PipelineConfig.model_validate({**data, "eval": {**data["eval"], "benchmarks": benchmarks, **eval_settings}})
+
+
+def test_a_benchmark_file_with_its_own_k_is_summarised_with_the_average(tmp_path: Path, run_dir: Path) -> None:
+    fresh = [(p.problem, p.answer) for p in generate_problems(4, seed=99, categories=["addition"])]
+    path = benchmark_file(tmp_path / "fresh.jsonl", fresh)
+    cfg = config_with(["arith", {"name": "fresh", "file": str(path), "k": 3}])
+
+    eval_stage.run(cfg, run_dir)
+
+    summary = json.loads(RunDir(run_dir).summary.read_text())
+    augmented = summary["benchmarks"]["augmented"]
+    assert augmented["fresh"] == {"n": 4, "k": 3, "pass1": 1.0, "avg_k": 1.0}
+    assert augmented["arith"]["k"] == 2 and augmented["average"] == {"pass1": 1.0, "avg_k": 1.0}
+    assert summary["held_out"]["fresh"] == {"n": 4, "overlap": 0}
+    per_problem = read_table(run_dir, "eval/problems")
+    rows = per_problem.filter(pl.col("eval_set") == "fresh")
+    assert set(rows["k"]) == {3} and set(rows["n"]) == {3}
+    assert sorted(rows.filter(pl.col("checkpoint") == "initial")["problem"]) == sorted(p for p, _ in fresh)
+    assert set(per_problem.filter(pl.col("eval_set") == "arith")["k"]) == {2}
+
+
+def test_held_out_sets_leave_out_every_problem_a_checkpoint_trained_on(run_dir: Path) -> None:
+    from sws.world import get_world
+
+    cfg = oracle_policy_config()
+    seed = read_table(run_dir, "problems")
+    drawn = get_world("arith").heldout_set("arith", cfg, seed)
+    trained = drawn.head(2).with_columns(pl.lit("syn/test").alias("source"), pl.Series("problem_id", ["s1", "s2"]))
+    write_table(run_dir, "augmented", pl.concat([seed, trained.select(seed.columns)]))
+
+    eval_stage.run(cfg, run_dir)
+
+    evaluated = read_table(run_dir, "eval/problems").filter(pl.col("eval_set") == "arith")
+    assert not set(trained["problem"]) & set(evaluated["problem"])
+    summary = json.loads(RunDir(run_dir).summary.read_text())
+    assert summary["held_out"]["arith"] == {"n": drawn.height - 2, "overlap": 0}
+
+
+def test_a_benchmark_sharing_a_seed_problem_is_refused_before_a_missing_checkpoint(tmp_path: Path,
+                                                                                   run_dir: Path) -> None:
+    import shutil
+
+    seed = read_table(run_dir, "problems")
+    path = benchmark_file(tmp_path / "leaky.jsonl", [(seed["problem"][3], seed["answer"][3]), ("What is 2+40?", "42")])
+    shutil.rmtree(run_dir / "train")
+    with pytest.raises(UserError, match="benchmark 'leaky' shares 1 of its 2 problems with the run's training sets "
+                                        r"\(1 in problems\)"):
+        eval_stage.run(config_with([{"name": "leaky", "file": str(path)}]), run_dir)
+    assert not (run_dir / "eval").exists()
+
+
+def test_the_math_training_split_is_never_a_benchmark_and_the_cli_says_so_in_one_line(run_dir: Path) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from sws.cli import app
+    from sws.config import save_run_config
+
+    shutil.rmtree(run_dir / "train")
+    with pytest.raises(UserError, match="'math', the MATH training split"):
+        eval_stage.run(config_with(["math"]), run_dir)
+    save_run_config(run_dir, config_with(["math"]))
+    result = CliRunner().invoke(app, ["eval", "--run", str(run_dir)])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "'math'" in lines[0]
+
+
+def test_base_is_the_init_model_and_gets_its_own_row(run_dir: Path) -> None:
+    cfg = config_with(["arith"], checkpoints=["base", "initial"])
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(
+        update={"init_model": str(RunDir(run_dir).checkpoint("initial"))})})
+
+    eval_stage.run(cfg, run_dir)
+
+    summary = json.loads(RunDir(run_dir).summary.read_text())
+    assert list(summary["benchmarks"]) == ["base", "initial"]
+    assert summary["benchmarks"]["base"]["average"] == {"pass1": 1.0, "avg_k": 1.0}

@@ -104,7 +104,8 @@ def test_near_duplicates_of_seed_batch_and_reference_problems(tmp_path: Path, mo
     kept = read_table(tmp_path, "synthetic")
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert kept["problem"].to_list() == ["Compute 4321*9.", "Compute 4321*8."]
-    assert set(rejected["reject_reason"]) == {"near_duplicate"}
+    # A respelled benchmark problem is contaminated, not just a duplicate.
+    assert rejected["reject_reason"].to_list() == ["near_duplicate", "near_duplicate", "contaminated"]
     seed_id = problems["problem_id"][0]
     batch_id = kept["syn_id"][0]
     assert rejected["reject_detail"].to_list() == [f"seed:{seed_id}", f"batch:{batch_id}", f"reference:{reference}"]
@@ -147,7 +148,7 @@ def test_variants_of_one_concept_set_ask_for_and_get_distinct_problems(tmp_path:
     kept = read_table(tmp_path, "synthetic")
     assert kept["problem"].n_unique() == kept.height >= 9  # only the few repeats near-duplicate detection drops
     assert result.info["per_category"] == {"subtraction": {
-        "generated": 12, "kept": kept.height, "near_duplicate": 12 - kept.height}}
+        "generated": 12, "kept": kept.height, "near_duplicate": 12 - kept.height, "contaminated": 0}}
 
 
 def test_missing_reference_file_fails_before_writing(tmp_path: Path) -> None:
@@ -207,3 +208,43 @@ def test_cut_off_generations_are_truncated_and_solutions_are_cut_or_rejected(tmp
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert rejected["reject_reason"].to_list() == ["solution_leak", "truncated"]
     assert result.info["funnel"]["truncated"] == 1
+
+
+def test_a_paraphrased_benchmark_problem_is_contaminated_and_the_closest_pairs_are_kept(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    pairs = [json.loads(line) for line in
+             (Path(__file__).parents[1] / "fixtures" / "benchmark_paraphrases.jsonl").read_text().splitlines()[:3]]
+    reference = tmp_path / "bench.jsonl"
+    reference.write_text("".join(json.dumps({"problem": pair["original"]}) + "\n" for pair in pairs))
+    write_sets(tmp_path, 4)
+    scripted_generator(monkeypatch, [pairs[0]["paraphrase"], "Compute 4321*9.", pairs[2]["paraphrase"],
+                                     "A train travels 120 km in 2 hours. What is its average speed in km/h?"])
+
+    result = generate.run(config_with_scripted_generator(reference_files=[str(reference)]), tmp_path)
+
+    kept = read_table(tmp_path, "synthetic")
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert kept["problem"].to_list() == ["Compute 4321*9.",
+                                         "A train travels 120 km in 2 hours. What is its average speed in km/h?"]
+    assert rejected["reject_reason"].to_list() == ["contaminated"] * 2
+    assert rejected["reject_detail"][0].startswith(f"reference:{reference} (cosine 0.")
+    assert rejected["raw"][0].endswith(pairs[0]["paraphrase"] + "\n")
+    assert result.info["funnel"]["rejected"] == {"contaminated": 2}
+    closest = result.info["closest_benchmark_pairs"]
+    assert len(closest) == 4 and [pair["similarity"] for pair in closest] == sorted(
+        (pair["similarity"] for pair in closest), reverse=True)
+    assert {closest[0]["problem"], closest[1]["problem"]} == {pairs[0]["paraphrase"], pairs[2]["paraphrase"]}
+
+
+def test_contamination_by_embedding_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    pair = json.loads((Path(__file__).parents[1] / "fixtures" / "benchmark_paraphrases.jsonl").read_text()
+                      .splitlines()[0])
+    reference = tmp_path / "bench.jsonl"
+    reference.write_text(json.dumps({"problem": pair["original"]}) + "\n")
+    write_sets(tmp_path, 1)
+    scripted_generator(monkeypatch, [pair["paraphrase"]])
+    generate.run(config_with_scripted_generator(reference_files=[str(reference)], contamination_similarity=None),
+                 tmp_path)
+    assert read_table(tmp_path, "synthetic")["problem"].to_list() == [pair["paraphrase"]]

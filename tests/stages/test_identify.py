@@ -82,9 +82,32 @@ def test_inclusive_boundaries_are_weak_and_strict_ones_are_not() -> None:
     inclusive = weakness_of(accs)
     assert inclusive["half_flat"]["slope"] == 0.0 and inclusive["zeros"]["slope"] == 0.0
     assert {pid for pid, row in inclusive.items() if row["weak"]} == {"half_flat", "zeros", "half_down"}
-    strict = weakness_of(accs, IdentifyConfig(strict=True))
+    strict = weakness_of(accs, IdentifyConfig(strict_max_acc=True, strict_slope=True))
     assert {pid for pid, row in strict.items() if row["weak"]} == set()
-    assert weakness_of({"low_down": [0.25, 0.0]}, IdentifyConfig(strict=True))["low_down"]["weak"]
+    both = IdentifyConfig(strict_max_acc=True, strict_slope=True)
+    assert weakness_of({"low_down": [0.25, 0.0]}, both)["low_down"]["weak"]
+    strict_acc = weakness_of(accs, IdentifyConfig(strict_max_acc=True))
+    assert {pid for pid, row in strict_acc.items() if row["weak"]} == {"zeros"}
+    strict_slope = weakness_of(accs, IdentifyConfig(strict_slope=True))
+    assert {pid for pid, row in strict_slope.items() if row["weak"]} == {"half_down"}
+
+
+def test_an_old_strict_flag_sets_both_thresholds_and_a_disagreeing_one_is_refused() -> None:
+    assert IdentifyConfig.model_validate({"strict": True}).model_dump() == IdentifyConfig(
+        strict_max_acc=True, strict_slope=True).model_dump()
+    assert not IdentifyConfig.model_validate({"strict": False}).strict_slope
+    with pytest.raises(ValueError, match="'strict' .* 'strict_slope'"):
+        IdentifyConfig.model_validate({"strict": True, "strict_slope": False})
+
+
+@pytest.mark.parametrize("preset", ["math12k-qwen2.5-7b.yaml", "math-qwen2.5-1.5b-8gpu.yaml",
+                                    "math-qwen2.5-1.5b-1gpu.yaml"])
+def test_math_presets_mark_never_solved_and_falling_half_solved_problems_weak(preset: str) -> None:
+    from sws.config import load_config
+
+    rule = load_config(Path(__file__).parents[2] / "pipelines" / preset).identify
+    rows = weakness_of({"never": [0, 0, 0, 0, 0], "falling": [0.5, 0.5, 0.375, 0.375, 0.25]}, rule)
+    assert rows["never"]["weak"] and rows["falling"]["weak"]
 
 
 def test_flat_trajectories_of_inexact_accuracies_have_slope_exactly_zero() -> None:
@@ -161,7 +184,7 @@ def test_cli_on_a_run_with_only_problems_and_rollouts(run_dir: Path) -> None:
 
 
 def test_cli_options_reach_the_rule(run_dir: Path) -> None:
-    result = CliRunner().invoke(app, ["identify", "--run", str(run_dir), "--max-slope", "0.3", "--strict"])
+    result = CliRunner().invoke(app, ["identify", "--run", str(run_dir), "--max-slope", "0.3", "--strict-max-acc", "--strict-slope"])
     assert result.exit_code == 0, result.output
     assert read_table(run_dir, "weakness").filter(pl.col("weak"))["problem_id"].to_list() == ["a1"]
     assert read_table(run_dir, "categories")["share"].to_list() == [1.0, 0.0]

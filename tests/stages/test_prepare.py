@@ -281,3 +281,18 @@ def test_bad_input_ends_in_one_line_and_exit_2_and_leaves_earlier_artifacts_unto
         assert phrase in lines[0], (name, lines[0])
         assert "Traceback" not in result.output
         assert {path: path.read_bytes() for path in earlier} == before, name
+
+
+def test_max_problems_draws_a_seeded_sample_in_file_order(tmp_path):
+    full = read_table(prepare_math500(tmp_path / "full"), "problems")
+    samples = [read_table(prepare_math500(tmp_path / run, max_problems=120), "problems") for run in ("a", "b")]
+    assert samples[0].height == 120 and samples[0].equals(samples[1])
+    positions = [full["problem_id"].to_list().index(pid) for pid in samples[0]["problem_id"]]
+    assert positions == sorted(positions) and positions != list(range(120))
+    assert samples[0]["category"].n_unique() == full["category"].n_unique()
+
+
+def prepare_math500(run_dir, **settings):
+    cfg = PipelineConfig.model_validate({"prepare": {"input": str(DATA / "math500.json"), **settings}})
+    prepare.run(cfg, run_dir)
+    return run_dir

@@ -6,7 +6,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sws.artifacts import SCHEMAS, StageResult, run_stage, write_rejected, write_table
+from sws.artifacts import (
+    SCHEMAS,
+    StageResult,
+    environment,
+    run_stage,
+    write_json,
+    write_rejected,
+    write_table,
+)
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
 from sws.run_dir import RunDir
@@ -63,6 +71,13 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_table(tmp_path, "eval/problems", per_problem)
     write_table(tmp_path, "eval/benchmarks", eval_stage.benchmark_table(per_problem))
     write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
+    benchmarks = eval_stage.benchmark_table(per_problem)
+    sets = [eval_stage.EvalSet("weak_like", pl.DataFrame(), 16, benchmark=True, held_out=True)]
+    write_json(RunDir(tmp_path).summary, {
+        **eval_stage.benchmark_summary(benchmarks, sets),
+        **eval_stage.held_out_summary(per_problem.with_columns(pl.lit("Compute 1+1.").alias("problem")),
+                                      ["weak_like"], pl.DataFrame({"key": ["compute 2+2"]})),
+        "environment": environment()})
     rated = pl.DataFrame({
         "syn_id": ["s1", "s2", "s3", "s4"], "category": ["remainders"] * 3 + ["addition"],
         "concepts": [["remainders"]] * 4, "level": ["easy"] * 4,
@@ -161,3 +176,24 @@ def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> N
     assert "sws filter" in found["Difficulty band: accuracy of the initial policy on the labeled synthetic problems"]
     assert "sws eval" in found["Evaluation: Pass@1 (greedy) and Avg@k"]
     assert "sws train initial" in found["Training curves"]
+
+
+def test_benchmarks_section_gives_each_benchmarks_k_the_average_and_held_out_overlap(page: str) -> None:
+    body = next(body for title, body in sections(page).items() if title.startswith("Benchmarks"))
+    assert "<td>augmented</td><td>weak_like</td><td>16</td><td>4</td><td>1.000</td><td>0.000</td>" in body
+    assert "<td>augmented</td><td>average</td><td>–</td><td>–</td><td>1.000</td><td>0.000</td>" in body
+    assert "<td>weak_like</td><td>4</td><td>0</td>" in body
+
+
+def test_contamination_section_lists_the_closest_pairs_from_generate(tmp_path: Path) -> None:
+    pairs = [{"problem": f"Generated {i}", "benchmark": "math500", "benchmark_problem": f"Benchmark {i}",
+              "similarity": 0.9 - i / 100} for i in range(10)]
+    run_stage(tmp_path, "generate", config={}, inputs=[], outputs=[],
+              body=lambda: StageResult("generate", info={"closest_benchmark_pairs": pairs}))
+
+    section = report.contamination_section(report.Page(tmp_path, PipelineConfig()))
+
+    assert section.body.count("<tr>") == 11  # the header and ten pairs, nearest first
+    assert section.body.index("Generated 0") < section.body.index("Generated 9")
+    assert "<td>0.9</td><td>Generated 0</td><td>math500</td><td>Benchmark 0</td>" in section.body.replace(
+        "0.900", "0.9")

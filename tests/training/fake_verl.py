@@ -7,7 +7,8 @@
   data) and a console metrics line; then `global_step_<n>/actor/` and
   `latest_checkpointed_iteration.txt`. Each step takes `batch_size` problems in order; even rollouts answer right.
 - `-m verl.model_merger merge --local_dir A --target_dir B`: a Hugging Face folder at B.
-`FAKE_VERL_EXIT=<code>` makes the trainer fail after its first step.
+`FAKE_VERL_EXIT=<code>` makes the trainer fail after its first step. With `algorithm.filter_groups.enable=True`
+the console line also reports `training/filter_groups/evicted_samples`: the step number of groups.
 """
 
 import json
@@ -44,7 +45,10 @@ def main_ppo(overrides: dict[str, str]) -> None:
                     line.update(acc=right, problem_id=row["extra_info"]["problem_id"])
                 lines.append(line)
         (dumps / f"{step}.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-        print(f"(TaskRunner pid=1) step:{step} - actor/pg_loss:{step / 10} - critic/score/mean:0.5", flush=True)
+        evicted = (f" - training/filter_groups/evicted_samples:{step}"
+                   if overrides.get("algorithm.filter_groups.enable") == "True" else "")
+        print(f"(TaskRunner pid=1) step:{step} - actor/pg_loss:{step / 10}{evicted} - critic/score/mean:0.5",
+              flush=True)
         if os.environ.get("FAKE_VERL_EXIT"):
             sys.exit(int(os.environ["FAKE_VERL_EXIT"]))
     actor = checkpoints / f"global_step_{steps}" / "actor"

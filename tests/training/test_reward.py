@@ -49,7 +49,7 @@ def test_reward_logs_one_row_per_rollout_group_under_the_step_it_feeds(tmp_path)
     log.flush()
 
     assert rewards == [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
-    assert log.table().rows() == [(5, "a", 3, 2), (5, "b", 3, 3)]
+    assert log.table().rows() == [(5, "a", 3, 2, False), (5, "b", 3, 3, False)]
 
 
 def test_a_group_split_between_device_slices_is_logged_as_one_row(tmp_path):
@@ -62,7 +62,7 @@ def test_a_group_split_between_device_slices_is_logged_as_one_row(tmp_path):
            trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))
     log.flush()
 
-    assert log.table().rows() == [(1, "a", 2, 2), (1, "b", 2, 2)]
+    assert log.table().rows() == [(1, "a", 2, 2, False), (1, "b", 2, 2, False)]
 
 
 def test_an_ungraded_completion_gets_no_reward_and_no_place_in_its_groups_n(
@@ -78,7 +78,7 @@ def test_an_ungraded_completion_gets_no_reward_and_no_place_in_its_groups_n(
     log.flush()
 
     assert rewards == [1.0, 0.0, 0.0, 0.0]
-    assert log.table().rows() == [(1, "a", 1, 1)]  # b: nothing graded, so no accuracy to log
+    assert log.table().rows() == [(1, "a", 1, 1, False)]  # b: nothing graded, so no accuracy to log
 
 
 def test_only_the_main_process_logs_rollouts(tmp_path):
@@ -97,3 +97,19 @@ def test_reward_refuses_a_batch_that_is_not_whole_groups(tmp_path):
     with pytest.raises(RuntimeError, match="problem a has 1 completions in a step, not one group of 2"):
         reward(prompts=["x"] * 2, completions=["\\boxed{1}"] * 2, answer=["1", "1"], problem_id=["a", "b"],
                trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))
+
+
+def test_a_band_drops_groups_outside_it_and_the_log_says_which(tmp_path):
+    log = RolloutLog(tmp_path / "rollouts")
+    reward = CorrectnessReward(log, group_size=4, band=(0.125, 0.875))
+    answers = ["1"] * 4 + ["2"] * 4 + ["3"] * 4
+    completions = ["\\boxed{1}", "\\boxed{0}", "\\boxed{0}", "\\boxed{0}"] + ["\\boxed{2}"] * 4 + ["\\boxed{0}"] * 4
+
+    rewards = reward(prompts=["x"] * 12, completions=completions, answer=answers,
+                     problem_id=["a"] * 4 + ["b"] * 4 + ["c"] * 4,
+                     trainer_state=SimpleNamespace(global_step=0, is_world_process_zero=True))
+    log.flush()
+
+    assert rewards == [1.0, 0.0, 0.0, 0.0] + [1.0] * 4 + [0.0] * 4  # the reward itself is unchanged
+    assert reward.dropped == {"b", "c"}
+    assert log.table().rows() == [(1, "a", 4, 1, False), (1, "b", 4, 4, True), (1, "c", 4, 0, True)]

@@ -16,8 +16,8 @@ def test_flushed_rows_come_back_in_logged_order_with_the_rollouts_schema(tmp_pat
 
     table = log.table()
 
-    assert table.schema == pl.Schema(SCHEMAS["rollouts"])
-    assert table.rows() == [(1, "b", 8, 3), (1, "a", 8, 0), (2, "c", 8, 8)]
+    assert table.schema == pl.Schema({**SCHEMAS["rollouts"], "dropped": pl.Boolean})
+    assert table.rows() == [(1, "b", 8, 3, False), (1, "a", 8, 0, False), (2, "c", 8, 8, False)]
 
 
 def test_rows_are_only_on_disk_once_flushed(tmp_path):
@@ -26,7 +26,7 @@ def test_rows_are_only_on_disk_once_flushed(tmp_path):
 
     assert log.table().height == 0
     log.flush()
-    assert RolloutLog(tmp_path / "rollouts").table().rows() == [(1, "a", 4, 1)]
+    assert RolloutLog(tmp_path / "rollouts").table().rows() == [(1, "a", 4, 1, False)]
 
 
 def test_truncate_after_forgets_later_steps_on_disk_and_in_the_buffer(tmp_path):
@@ -94,3 +94,17 @@ def test_killed_and_resumed_runs_log_every_step_exactly_once(
     assert table.height == total_steps * groups_per_step
     assert table.select("step", "problem_id").is_duplicated().sum() == 0
     assert sorted(set(table["step"].to_list())) == list(range(1, total_steps + 1))
+
+
+def test_dropped_groups_are_counted_per_step_and_old_shards_kept_every_group(tmp_path):
+    from sws.artifacts import write_parquet
+    from sws.training.rollout_log import dropped_per_step
+
+    log = RolloutLog(tmp_path / "rollouts")
+    write_parquet(pl.DataFrame([(1, "old", 8, 4)], schema=SCHEMAS["rollouts"], orient="row"),
+                  tmp_path / "rollouts" / "from-step-00000001.parquet")
+    for step, problem, n_correct, dropped in ((2, "a", 0, True), (2, "b", 3, False), (3, "c", 8, True)):
+        log.record(step, problem, 8, n_correct, dropped)
+    log.flush()
+
+    assert dropped_per_step(log.table()).rows() == [(1, 1, 0), (2, 2, 1), (3, 1, 1)]

@@ -168,3 +168,54 @@ def test_a_worker_process_trains_the_job_written_for_it(tiny_policy, tmp_path):
     assert training_curve(history)["step"].to_list() == [1, 2]
     assert RolloutLog(job.out_dir / "rollouts").table().group_by("step").len().sort("step").rows() == [(1, 2), (2, 2)]
     AutoModelForCausalLM.from_pretrained(job.out_dir / "final")
+
+
+def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_them_per_step(
+        tmp_path, tiny_policy, monkeypatch):
+    from sws.training import reward, trl
+    from sws.training.rollout_log import dropped_per_step
+
+    # Each problem's answer says how its group of 4 is graded: all right, half right, or none (the tiny policy
+    # solves nothing, so the grading is scripted; real grading is tested in test_reward.py).
+    def scripted(answers, completions):
+        return [answer == "all" or (answer == "half" and index % 2 == 0) for index, answer in enumerate(answers)]
+
+    masks = []
+    original = trl.BandFilteredGRPOTrainer._generate_and_score_completions
+
+    def spy(self, inputs):
+        output = original(self, inputs)
+        masks.extend(zip([row["answer"] for row in inputs], output["completion_mask"].sum(dim=1).tolist(),
+                         strict=True))
+        return output
+
+    monkeypatch.setattr(reward, "grade_completions", scripted)
+    monkeypatch.setattr(trl.BandFilteredGRPOTrainer, "_generate_and_score_completions", spy)
+    job = make_job(tmp_path / "out", tiny_policy, steps=3)
+    kinds = ["all", "half", "none"] * 4
+    job = TrainJob(**{**job.__dict__, "name": "augmented",
+                      "problems": job.problems.with_columns(answer=pl.Series(kinds))})
+
+    outcome = train(job, SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)}))
+
+    log = outcome.rollouts
+    assert log.height == 6  # 3 steps x 2 problems, every group logged
+    accuracy = log["n_correct"] / log["n"]
+    assert log["dropped"].to_list() == ((accuracy < 0.125) | (accuracy > 0.875)).to_list()
+    assert log["dropped"].any() and not log["dropped"].all()
+    per_step = dropped_per_step(log)
+    assert per_step["groups"].to_list() == [2, 2, 2]
+    assert per_step["dropped"].to_list() == log.group_by("step").agg(pl.col("dropped").sum()).sort("step")[
+        "dropped"].to_list()
+    assert {answer for answer, tokens in masks if tokens == 0} == {"all", "none"}
+    assert all(tokens > 0 for answer, tokens in masks if answer == "half")
+    assert len(masks) == 6 * 4
+
+
+def test_online_filter_applies_to_the_augmented_run_only(tmp_path):
+    from sws.training.trl import online_filter_band
+
+    cfg = SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)})
+    job = make_job(tmp_path, tmp_path)
+    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented"}), cfg) == (0.125, 0.875)
+    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "initial"}), cfg) is None

@@ -135,3 +135,21 @@ def test_dumps_naming_no_known_problem_stop_before_anything_is_written(run_dir, 
 
 def test_verl_runs_never_train_side_by_side(fake_python):
     assert not stage.side_by_side(verl_config(fake_python, side_by_side=True))
+
+
+def test_the_online_filter_runs_augmented_training_on_verls_group_filter_and_counts_its_drops(
+        run_dir, fake_python, monkeypatch):
+    monkeypatch.setenv("FAKE_VERL_DUMP", "v1")  # the v1 trainer, which verl's group filter needs
+    problems = read_table(run_dir, "problems")
+    write_table(run_dir, "augmented", problems)
+    cfg = verl_config(fake_python, online_filter=(0.25, 0.75))
+    stage.run(cfg, run_dir, kind="initial")
+    stage.run(cfg, run_dir, kind="augmented")
+
+    initial, augmented = [call for call in calls(fake_python) if "verl.trainer.main_ppo" in call]
+    assert "trainer.use_v1=False" in initial and "algorithm.filter_groups.enable=True" not in initial
+    assert {"trainer.use_v1=True", "algorithm.filter_groups.enable=True",
+            "algorithm.filter_groups.metric=acc"} <= set(augmented)
+    assert read_table(run_dir, "train/augmented/curve")["groups_dropped"].to_list() == [1, 2]
+    assert read_table(run_dir, "train/initial/curve")["groups_dropped"].to_list() == [0, 0, 0]
+    assert read_table(run_dir, "train/augmented/rollouts")["problem_id"].is_in(problems["problem_id"].implode()).all()

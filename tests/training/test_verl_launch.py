@@ -46,6 +46,7 @@ def test_every_verl_preset_composes_against_verls_own_config(preset, tmp_path):
     assert composed.returncode == 0, composed.stderr
     config = json.loads(composed.stdout)
     assert config["trainer"]["use_v1"] is False and config["trainer"]["logger"] == ["console"]
+    assert not config["algorithm"]["filter_groups"]["enable"]  # the initial run keeps every group
     assert config["algorithm"]["adv_estimator"] == "grpo"
     assert config["reward"]["custom_reward_function"] == {"path": str(tmp_path / "verl" / "reward.py"),
                                                           "name": "compute_score"}
@@ -63,7 +64,7 @@ def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
     overrides = verl_overrides(job(tmp_path), load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train,
                                VerlLayout(tmp_path))
     for setting in ("data.train_batch_size=1024", "actor_rollout_ref.actor.ppo_mini_batch_size=256",
-                    "actor_rollout_ref.rollout.n=8", "actor_rollout_ref.actor.optim.lr=1e-06",
+                    "actor_rollout_ref.rollout.n=8", "actor_rollout_ref.actor.optim.lr=5e-07",
                     "data.max_prompt_length=1024", "data.max_response_length=7168",
                     "actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_coef=0.0"):
         assert setting in overrides
@@ -110,7 +111,8 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
     assert data["prompt"][0][0]["role"] == "user" and data["reward_model"][0] == {"style": "rule", "ground_truth": "1"}
     assert "from sws.training.verl_reward import compute_score" in layout.reward_module.read_text()
     overrides = layout.overrides_file.read_text().splitlines()
-    assert all(f"{key}=" in layout.launch_script.read_text() for key in MANAGED_KEYS if key != "trainer.logger")
+    assert all(f"{key}=" in layout.launch_script.read_text() for key in MANAGED_KEYS
+               if key != "trainer.logger" and (kind == "augmented" or "filter_groups" not in key))
     model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
     assert f"actor_rollout_ref.model.path={model}" in overrides
     assert not (math_run / "manifests" / f"train_{kind}.json").exists()
@@ -118,7 +120,7 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
 
 
 @needs_verl
-@pytest.mark.parametrize(("kind", "steps"), [("initial", 200), ("augmented", 400), ("baseline", 400)])
+@pytest.mark.parametrize(("kind", "steps"), [("initial", 200), ("augmented", 600), ("baseline", 600)])
 def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run, kind, steps, monkeypatch):
     monkeypatch.chdir(REPO)  # the preset's train.verl.python, .venv-verl/bin/python, is taken from here
     written = CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
@@ -128,10 +130,32 @@ def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run,
     printed = subprocess.run(["bash", str(launch), "--cfg", "job"], capture_output=True, text=True, timeout=300)
     assert printed.returncode == 0, printed.stderr[-2000:]
     model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
-    for line in ("use_v1: false", "train_batch_size: 1024", f"path: {model}", f"total_training_steps: {steps}"):
+    for line in ("train_batch_size: 1024", f"path: {model}", f"total_training_steps: {steps}"):
         assert line in printed.stdout
+    # The online filter runs in augmented training only, as verl's DAPO group filter (v1 trainer).
+    filtered = kind == "augmented"
+    assert f"use_v1: {str(filtered).lower()}" in printed.stdout
+    filter_groups = printed.stdout.split("filter_groups:")[1].split("\n  ", 1)[0] + printed.stdout.split(
+        "filter_groups:")[1]
+    assert f"enable: {str(filtered).lower()}" in filter_groups.split("max_num_gen_batches")[0]
+    assert ("metric: acc" in filter_groups.split("max_num_gen_batches")[0]) == filtered
 
 
 def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run):
     result = CliRunner().invoke(app, ["train", "initial", "--run", str(math_run), "--dry-run"])
     assert result.exit_code == 2 and "only with train.trl.num_processes > 1" in result.output
+
+
+@pytest.mark.parametrize(("band", "refused"), [((0.125, 0.875), False), ((0.05, 0.95), False),
+                                               ((0.25, 0.75), True), ((0.0, 0.875), True)])
+def test_verl_serves_only_bands_its_group_filter_keeps_the_same_groups_of(tmp_path, band, refused):
+    cfg = load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train.model_copy(update={"online_filter": band})
+    augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented"})
+    if refused:
+        with pytest.raises(UserError, match=r"'train.online_filter' .* \[0.125, 0.875\]; use that band"):
+            verl_overrides(augmented, cfg, VerlLayout(tmp_path))
+        return
+    overrides = verl_overrides(augmented, cfg, VerlLayout(tmp_path))
+    assert {"trainer.use_v1=True", "algorithm.filter_groups.enable=True",
+            "algorithm.filter_groups.metric=acc"} <= set(overrides)
+    assert "trainer.use_v1=False" not in overrides

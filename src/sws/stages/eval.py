@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from sws import ui
+from sws import held_out, ui
 from sws.artifacts import (
     StageResult,
     check_schema,
@@ -44,7 +44,7 @@ from sws.stage import Stage
 from sws.world import get_world
 
 STAGE = "eval"
-CHECKPOINTS = ("start", "initial", "baseline", "augmented")
+CHECKPOINTS = ("base", "start", "initial", "baseline", "augmented")
 WEAK_SET = "weak"
 WEAK_LIKE_SET = "weak_like"
 # The checkpoints the headline compares, in its order.
@@ -55,10 +55,15 @@ OVERALL = "overall"
 
 @dataclass(frozen=True)
 class EvalSet:
-    """Problems to evaluate on: a frame with `problem_id, problem, answer, category`."""
+    """Problems to evaluate on: a frame with `problem_id, problem, answer, category`, sampled k times each.
+
+    `benchmark`: one of eval.benchmarks, in the per-benchmark summary; `held_out`: no checkpoint trains on it."""
 
     name: str
     problems: pl.DataFrame
+    k: int
+    benchmark: bool = False
+    held_out: bool = False
 
 
 
@@ -112,6 +117,10 @@ def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:
     """The checkpoints of `cfg.eval.checkpoints` that exist, in that order."""
     found = {}
     for name in cfg.eval.checkpoints:
+        if name == "base":
+            if cfg.train.init_model:  # a hub id, or a folder
+                found[name] = Path(cfg.train.init_model)
+            continue
         path = start_checkpoint(cfg) if name == "start" else RunDir(run_dir).checkpoint(name)
         if path is not None and (path / "config.json").exists():
             found[name] = path
@@ -131,15 +140,21 @@ def benchmark_set(name: str, world: str) -> pl.DataFrame:
     return load_preset_benchmark(name).select("problem_id", "problem", "answer", "category")
 
 
-def heldout_sets(cfg: PipelineConfig, seed_problems: pl.DataFrame) -> list[EvalSet]:
-    """`eval.benchmarks`: each a set of the run's world (arith's fresh problems), else a shipped benchmark."""
+def heldout_sets(cfg: PipelineConfig, run_dir: Path, seed_problems: pl.DataFrame,
+                 training: pl.DataFrame) -> list[EvalSet]:
+    """`eval.benchmarks`: each a file, a set of the run's world (arith's fresh problems, less any training
+    problem), else a shipped benchmark. A file or shipped set holding a training problem is a UserError."""
     world = get_world(cfg.world)
     sets = []
-    for name in cfg.eval.benchmarks:
-        problems = world.heldout_set(name, cfg, seed_problems)
-        if problems is None:
-            problems = benchmark_set(name, cfg.world)
-        sets.append(EvalSet(name, problems))
+    for entry in held_out.benchmark_entries(cfg):
+        drawn = None if entry.file is not None else world.heldout_set(entry.name, cfg, seed_problems)
+        if drawn is not None:
+            problems = held_out.without_training(drawn, training)
+        else:
+            problems = (held_out.read_benchmark_file(entry) if entry.file is not None
+                        else benchmark_set(entry.name, cfg.world))
+            held_out.refuse_overlap(entry.name, problems, training, RunDir(run_dir).config)
+        sets.append(EvalSet(entry.name, problems, entry.k or cfg.eval.k, benchmark=True, held_out=True))
     return sets
 
 
@@ -155,28 +170,37 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
                         sets: list[EvalSet]) -> pl.DataFrame:
     """Per problem of every set: whether the greedy answer is right (null: ungraded), and how many of the k
     samples were graded (`n`) and right."""
-    problems = pl.concat([eval_set.problems.with_columns(pl.lit(eval_set.name).alias("eval_set"))
-                          for eval_set in sets])
-    k, max_tokens = cfg.eval.k, cfg.eval.max_tokens
-    asked = list(problems.select("problem_id", "problem", "answer").iter_rows())
-    with shared_engines():  # on Ray, one pool of workers answers and grades
-        greedy, sampled = sample_and_grade(
-            cfg, run_dir, cfg.roles.policy.model_copy(update={"model": str(path)}), asked,
-            [Sampling(1, 0.0, max_tokens, (STAGE,)), Sampling(k, cfg.eval.temperature, max_tokens, (STAGE,))],
-            cfg.eval.shard_size, f"eval: {checkpoint} answers")
-    sample_counts = pl.DataFrame([graded_count(verdicts) for verdicts in sampled],
-                                 schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
-    return pl.concat([
-        problems.select(pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
-                        pl.Series("greedy_correct", [verdicts[0] for verdicts in greedy], dtype=pl.Boolean)),
-        sample_counts,
-    ], how="horizontal")
+    max_tokens = cfg.eval.max_tokens
+    policy = cfg.roles.policy.model_copy(update={"model": str(path)})
+    parts = []
+    # One sampling call per k (sets with their own k, e.g. AIME's Avg@32), so the request cache keys stay those
+    # of a run with one k.
+    for k in sorted({eval_set.k for eval_set in sets}):
+        problems = pl.concat([eval_set.problems.with_columns(pl.lit(eval_set.name).alias("eval_set"),
+                                                             pl.lit(k, dtype=pl.Int64).alias("k"))
+                              for eval_set in sets if eval_set.k == k])
+        asked = list(problems.select("problem_id", "problem", "answer").iter_rows())
+        with shared_engines():  # on Ray, one pool of workers answers and grades
+            greedy, sampled = sample_and_grade(
+                cfg, run_dir, policy, asked,
+                [Sampling(1, 0.0, max_tokens, (STAGE,)), Sampling(k, cfg.eval.temperature, max_tokens, (STAGE,))],
+                cfg.eval.shard_size, f"eval: {checkpoint} answers")
+        sample_counts = pl.DataFrame([graded_count(verdicts) for verdicts in sampled],
+                                     schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+        parts.append(pl.concat([
+            problems.select(pl.lit(checkpoint).alias("checkpoint"), "eval_set", "problem_id", "category",
+                            pl.Series("greedy_correct", [verdicts[0] for verdicts in greedy], dtype=pl.Boolean)),
+            sample_counts,
+            problems.select("k", "problem"),
+        ], how="horizontal"))
+    order = {eval_set.name: rank for rank, eval_set in enumerate(sets)}
+    return pl.concat(parts).sort(pl.col("eval_set").replace_strict(order, return_dtype=pl.Int64), maintain_order=True)
 
 
-def ungraded_answers(per_problem: pl.DataFrame, k: int) -> dict[str, int]:
+def ungraded_answers(per_problem: pl.DataFrame) -> dict[str, int]:
     """Per checkpoint: its greedy answers and samples (k per problem) whose grading ran out of time."""
     counts = per_problem.group_by("checkpoint", maintain_order=True).agg(
-        (pl.col("greedy_correct").null_count() + (k - pl.col("n")).sum()).cast(pl.Int64).alias("ungraded"))
+        (pl.col("greedy_correct").null_count() + (pl.col("k") - pl.col("n")).sum()).cast(pl.Int64).alias("ungraded"))
     return dict(counts.iter_rows())
 
 
@@ -242,28 +266,68 @@ def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataF
     return result
 
 
+def benchmark_summary(benchmarks: pl.DataFrame, sets: list[EvalSet]) -> dict[str, Any]:
+    """`benchmarks`: {checkpoint: {benchmark: {n, k, pass1, avg_k}, ..., "average": {pass1, avg_k}}}, the
+    average being the unweighted mean over the benchmarks (as the paper averages its eight)."""
+    overall = benchmarks.filter(pl.col("category") == OVERALL)
+    k_of = {eval_set.name: eval_set.k for eval_set in sets}
+    result: dict[str, Any] = {}
+    for checkpoint in overall["checkpoint"].unique(maintain_order=True):
+        rows = overall.filter((pl.col("checkpoint") == checkpoint) & pl.col("eval_set").is_in(list(k_of)))
+        if rows.height == 0:
+            continue
+        per_set = {name: {"n": n, "k": k_of[name], "pass1": pass1, "avg_k": avg_k}
+                   for name, n, pass1, avg_k in rows.select("eval_set", "n", "pass1", "avg_k").iter_rows()}
+        per_set["average"] = {"pass1": rows["pass1"].mean(), "avg_k": rows["avg_k"].mean()}
+        result[checkpoint] = per_set
+    return {"benchmarks": result} if result else {}
+
+
+def held_out_summary(per_problem: pl.DataFrame, names: list[str], training: pl.DataFrame) -> dict[str, Any]:
+    """`held_out`: {set: {n, overlap}}: each held-out set's size and how many of its problems a training table
+    holds (0, by construction; recomputable from eval/problems.parquet and the training tables)."""
+    result = {}
+    for name in names:
+        problems = per_problem.filter(pl.col("eval_set") == name).unique("problem_id").select("problem")
+        result[name] = {"n": problems.height, "overlap": held_out.overlap(problems, training).height}
+    return {"held_out": result} if result else {}
+
+
 # ---------------------------------------------------------------- stage
+
+
+def evaluation_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[list[EvalSet], pl.DataFrame]:
+    """Every set to evaluate on, and the training problems (`held_out.training_problems`) the held-out ones
+    leave out. A settings check: it reads tables only, and refuses a benchmark holding a training problem."""
+    held_out.check_settings(cfg, RunDir(run_dir).config)
+    problems = read_table(run_dir, "problems")
+    weakness = read_table(run_dir, "weakness")
+    training = held_out.training_problems(run_dir)
+    world = get_world(cfg.world)
+    sets = [*heldout_sets(cfg, run_dir, problems, training),
+            EvalSet(WEAK_SET, weak_problems(problems, weakness), cfg.eval.k)]
+    weak_like = world.weak_like_set(cfg, problems, weakness)
+    if weak_like is not None:
+        sets.append(EvalSet(WEAK_LIKE_SET, held_out.without_training(weak_like, training), cfg.eval.k,
+                            held_out=True))
+    if cfg.eval.seed_set:
+        sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category"), cfg.eval.k))
+    return [eval_set for eval_set in sets if eval_set.problems.height], training
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    problems = read_table(run_dir, "problems")
-    weakness = read_table(run_dir, "weakness")
+    sets, training = evaluation_sets(cfg, run_dir)
     checkpoints = present_checkpoints(cfg, run_dir)
     if not checkpoints:
         raise UserError(f"{run_dir / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run_dir}` first")
     world = get_world(cfg.world)
-    sets = [*heldout_sets(cfg, problems), EvalSet(WEAK_SET, weak_problems(problems, weakness))]
-    weak_like = world.weak_like_set(cfg, problems, weakness)
-    if weak_like is not None:
-        sets.append(EvalSet(WEAK_LIKE_SET, weak_like))
-    if cfg.eval.seed_set:
-        sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category")))
-    sets = [eval_set for eval_set in sets if eval_set.problems.height]
     settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world,
                 "seed": cfg.seed, "policy": cfg.roles.policy, **world.eval_identity(cfg),
-                "sets": [eval_set.name for eval_set in sets]}
-    inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness")]
+                "sets": {eval_set.name: eval_set.k for eval_set in sets}, "held_out_without_training": True}
+    inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness"),
+              *(table_path(run_dir, name) for name in held_out.TRAINING_TABLES[1:]
+                if table_path(run_dir, name).exists())]
     for checkpoint, path in checkpoints.items():
         out = RunDir(run_dir).eval_part(checkpoint)
 
@@ -272,13 +336,14 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
             table = evaluate_checkpoint(cfg, run_dir, checkpoint, path, sets)
             check_schema(table, "eval/problems", out)
             write_parquet(table, out)
-            ungraded = ungraded_answers(table, cfg.eval.k).get(checkpoint, 0)
+            ungraded = ungraded_answers(table).get(checkpoint, 0)
             if ungraded:
                 ui.info(f"eval: {ungraded} of {checkpoint}'s answers ran out of grading time (grading.deadline_s); "
                         "the shares leave them out")
             return StageResult(f"eval-{checkpoint}", rows={out.name: table.height}, info={"ungraded": ungraded})
 
-        run_stage(run_dir, f"eval-{checkpoint}", config=settings, inputs=[*inputs, path], outputs=[out],
+        run_stage(run_dir, f"eval-{checkpoint}", config=settings, inputs=[*inputs, *([path] if path.exists() else [])],
+                  outputs=[out],
                   body=evaluate_one, force=force)
 
     parts = [RunDir(run_dir).eval_part(checkpoint) for checkpoint in checkpoints]
@@ -290,7 +355,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/problems", per_problem)
         write_table(run_dir, "eval/benchmarks", benchmarks)
         write_table(run_dir, "eval/weakness", weakness_solved)
-        headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem, cfg.eval.k))
+        headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem))
+        headline |= benchmark_summary(benchmarks, [eval_set for eval_set in sets if eval_set.benchmark])
+        headline |= held_out_summary(per_problem, [eval_set.name for eval_set in sets if eval_set.held_out], training)
         write_json(RunDir(run_dir).summary, {**headline, "environment": environment()})
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
                            info={"checkpoints": list(checkpoints)})

@@ -25,8 +25,8 @@ from sws import ui
 from sws.artifacts import (
     STR,
     StageResult,
+    config_hash,
     empty_table,
-    read_records,
     read_table,
     rejected_path,
     round_name,
@@ -34,8 +34,8 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import PipelineConfig
+from sws.decontamination import benchmark_problems, closest_pairs, nearest_benchmarks
 from sws.engines.base import Completion
-from sws.errors import UserError
 from sws.executors import executor_for
 from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
@@ -46,7 +46,8 @@ from sws.prompts import PromptTemplate, load_template
 from sws.stage import Stage
 
 STEP = "generate"
-PROBLEM_FIELDS = ("problem", "question")
+# A near-duplicate of a benchmark problem is `contaminated`, not `near_duplicate`.
+REFERENCE_PREFIX = "reference:"
 SYNTHETIC_SCHEMA = {**empty_table("synthetic").schema, "set_id": STR}
 REJECTED_SCHEMA = {**SYNTHETIC_SCHEMA, "raw": STR, "reject_reason": STR, "reject_detail": STR}
 
@@ -56,31 +57,22 @@ def syn_id(set_id: str) -> str:
     return "syn-" + set_id.removeprefix("set-")
 
 
-def read_reference_problems(path: Path) -> list[str]:
-    """Problem texts of a JSON list, JSONL or Parquet file with a `problem` or `question` field."""
-    where = "(listed in synthesize.reference_files)"
-    if not path.is_file():
-        raise UserError(f"{path}: reference file not found {where}; fix the path or remove it")
-    table = read_records(path)
-    field = next((name for name in PROBLEM_FIELDS if name in table.columns), None)
-    if field is None:
-        raise UserError(f"{path}: no 'problem' or 'question' field {where}; give a file of problems")
-    return [text for text in table[field].cast(pl.Utf8).to_list() if text]
-
-
 def earlier_rounds(adapt_round: int) -> list[str]:
     """The synthetic tables of the rounds before `adapt_round`, whose problems a new one must not repeat."""
     return [round_name("synthetic", earlier) for earlier in range(adapt_round)]
 
 
-def reference_index(cfg: PipelineConfig, run_dir: Path, adapt_round: int = 0) -> NearDuplicateIndex:
-    """Seed problems, reference (benchmark) problems and earlier rounds' problems a new one must not duplicate."""
+def reference_index(cfg: PipelineConfig, run_dir: Path, adapt_round: int = 0,
+                    benchmarks: list[tuple[str, str]] | None = None) -> NearDuplicateIndex:
+    """Seed problems, benchmark problems (`decontamination.benchmark_problems`, unless given) and earlier rounds'
+    problems a new one must not duplicate."""
+    if benchmarks is None:
+        benchmarks = benchmark_problems(cfg)
     index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
     for problem_id, problem in read_table(run_dir, "problems").select("problem_id", "problem").iter_rows():
         index.add(problem, f"seed:{problem_id}")
-    for reference in cfg.synthesize.reference_files:
-        for text in read_reference_problems(Path(reference)):
-            index.add(text, f"reference:{reference}")
+    for source, text in benchmarks:
+        index.add(text, f"{REFERENCE_PREFIX}{source}")
     for name in earlier_rounds(adapt_round):
         for syn, problem in read_table(run_dir, name).select("syn_id", "problem").iter_rows():
             index.add(problem, f"batch:{syn}")
@@ -127,13 +119,15 @@ def request_fields(set_row: dict) -> dict:
 
 def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dict]) -> dict[str, dict[str, int]]:
     """Per category: problems generated, kept, and rejected as near-duplicates of earlier ones."""
-    counts = {category: {"generated": 0, "kept": 0, "near_duplicate": 0} for category in sets["category"]}
+    counts = {category: {"generated": 0, "kept": 0, "near_duplicate": 0, "contaminated": 0}
+              for category in sets["category"]}
     for category in sets["category"]:
         counts[category]["generated"] += 1
     for record in kept:
         counts[record["category"]]["kept"] += 1
     for record in rejected:
         counts[record["category"]]["near_duplicate"] += record["reject_reason"] == "near_duplicate"
+        counts[record["category"]]["contaminated"] += record["reject_reason"] == "contaminated"
     return counts
 
 
@@ -141,29 +135,34 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     run_dir = Path(run_dir)
     synth = cfg.synthesize
     template = load_template("generate", synth.prompt_dir)
+    benchmarks = benchmark_problems(cfg)
+    config = {
+        "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,
+        "min_problem_chars": synth.min_problem_chars, "max_problem_tokens": synth.max_problem_tokens,
+        "near_duplicate_threshold": synth.near_duplicate_threshold,
+        "near_duplicate_min_chars": synth.near_duplicate_min_chars,
+    }
+    if benchmarks:  # a run without benchmark problems keeps its manifest
+        config |= {"benchmarks": config_hash(benchmarks), "contamination_similarity": synth.contamination_similarity,
+                   "embedder": cfg.roles.embedder.model}
     return run_stage(
         run_dir, round_name(STEP, adapt_round),
-        config={
-            "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,
-            "min_problem_chars": synth.min_problem_chars, "max_problem_tokens": synth.max_problem_tokens,
-            "near_duplicate_threshold": synth.near_duplicate_threshold,
-            "near_duplicate_min_chars": synth.near_duplicate_min_chars,
-        },
+        config=config,
         inputs=[table_path(run_dir, round_name("concept_sets", adapt_round)), table_path(run_dir, "problems"),
-                *(Path(reference) for reference in synth.reference_files),
                 *(table_path(run_dir, name) for name in earlier_rounds(adapt_round))],
         outputs=[table_path(run_dir, round_name("synthetic", adapt_round)),
                  rejected_path(run_dir, round_name("synthetic", adapt_round))],
-        body=lambda: _generate(cfg, run_dir, template, adapt_round),
+        body=lambda: _generate(cfg, run_dir, template, benchmarks, adapt_round),
         force=force,
     )
 
 
-def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_round: int) -> StageResult:
+def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, benchmarks: list[tuple[str, str]],
+              adapt_round: int) -> StageResult:
     synth = cfg.synthesize
     sets_name = round_name("concept_sets", adapt_round)
     sets = read_table(run_dir, sets_name)
-    seen = reference_index(cfg, run_dir, adapt_round)
+    seen = reference_index(cfg, run_dir, adapt_round, benchmarks)
     role = cfg.roles.generator
     requests = [
         role_request(
@@ -178,9 +177,9 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adap
         ui.info(f"{STEP}: {table_path(run_dir, sets_name)} is empty; no problems to generate")
     completions = executor_for(cfg, run_dir).complete("generator", role, requests, synth.shard_size,
                                                       "generate problems")
-    kept, rejected = [], []
+    kept, rejected, raw_of = [], [], {}
     for row, answers in zip(sets.iter_rows(named=True), completions, strict=True):
-        raw = answers[0].text
+        raw = raw_of[syn_id(row["set_id"])] = answers[0].text
         problem, reason = screen_generation(answers[0], synth.min_problem_chars, synth.max_problem_tokens)
         record = {"syn_id": syn_id(row["set_id"]), "category": row["category"], "concepts": row["concepts"],
                   "level": row["level"], "problem": problem, "set_id": row["set_id"]}
@@ -189,14 +188,38 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adap
             seen.add(problem, f"batch:{record['syn_id']}")
             kept.append(record)
         else:
-            rejected.append({**record, "raw": raw, "reject_reason": reason or "near_duplicate",
+            duplicate_reason = "contaminated" if (duplicate_of or "").startswith(REFERENCE_PREFIX) else "near_duplicate"
+            rejected.append({**record, "raw": raw, "reject_reason": reason or duplicate_reason,
                              "reject_detail": duplicate_of})
+    kept, contaminated, pairs = screen_contamination(cfg, run_dir, kept, benchmarks)
+    rejected += [{**record, "raw": raw_of[record["syn_id"]], "reject_reason": "contaminated", "reject_detail": detail}
+                 for record, detail in contaminated]
     result = write_step_outputs(run_dir, STEP, round_name("synthetic", adapt_round), sets.height,
                                 pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
                                 pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
                                 [completion for answers in completions for completion in answers])
     result.info["per_category"] = per_category_counts(sets, kept, rejected)
+    if pairs:
+        result.info["closest_benchmark_pairs"] = pairs
     return result
+
+
+def screen_contamination(cfg: PipelineConfig, run_dir: Path, kept: list[dict], benchmarks: list[tuple[str, str]]
+                         ) -> tuple[list[dict], list[tuple[dict, str]], list[dict]]:
+    """(kept, [(contaminated record, why)], the closest pairs) by embedding similarity to the benchmarks."""
+    threshold = cfg.synthesize.contamination_similarity
+    if threshold is None or not kept or not benchmarks:
+        return kept, [], []
+    problems = [record["problem"] for record in kept]
+    nearest = nearest_benchmarks(problems, benchmarks, cfg, run_dir)
+    clean, contaminated = [], []
+    for record, match in zip(kept, nearest, strict=True):
+        if match.similarity >= threshold:
+            contaminated.append((record, f"{REFERENCE_PREFIX}{match.source} (cosine {match.similarity:.3f}): "
+                                         f"{match.benchmark_problem[:120]}"))
+        else:
+            clean.append(record)
+    return clean, contaminated, closest_pairs(problems, nearest)
 
 
 DECLARED = (Stage(

@@ -91,11 +91,10 @@ def unknown_problems(stats: pl.DataFrame, problems: pl.DataFrame) -> pl.DataFram
 
 
 def weak_rule(rule: IdentifyConfig) -> pl.Expr:
-    """weak <=> enough records, max_acc and slope at most (strict: below) their thresholds."""
-    if rule.strict:
-        low_acc, flat = pl.col("max_acc") < rule.max_acc, pl.col("slope") < rule.max_slope
-    else:
-        low_acc, flat = pl.col("max_acc") <= rule.max_acc, pl.col("slope") <= rule.max_slope
+    """weak <=> enough records, max_acc and slope at most (each with its strict flag: below) their thresholds."""
+    max_acc, slope = pl.col("max_acc"), pl.col("slope")
+    low_acc = max_acc < rule.max_acc if rule.strict_max_acc else max_acc <= rule.max_acc
+    flat = slope < rule.max_slope if rule.strict_slope else slope <= rule.max_slope
     enough = pl.col("n_record") >= max(rule.min_records, 1)
     return (enough & low_acc & flat).fill_null(False)
 
@@ -223,7 +222,10 @@ DECLARED = (Stage(
     options=(
         Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),
         Option("identify.max_slope", "Weak if the OLS slope is at most this (default 0).", float),
-        Option("identify.strict", "Use < instead of <=.", bool, "--strict/--inclusive"),
+        Option("identify.strict_max_acc", "Weak only if max accuracy is below max_acc (< instead of <=).", bool,
+               "--strict-max-acc/--inclusive-max-acc"),
+        Option("identify.strict_slope", "Weak only if the slope is below max_slope (< instead of <=); a never-solved "
+               "problem (slope 0) is then not weak.", bool, "--strict-slope/--inclusive-slope"),
         Option("identify.min_records", "Problems with fewer records are not weak.", int),
     ),
     example="sws identify --run runs/demo --max-acc 0.5 --min-records 2"),)

@@ -334,6 +334,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         records = read_records(input_path)
         preset = settings.preset or detect_preset(input_path, records.columns)
         problems, rejected = normalize_records(records, input_path, settings, preset, categorizer)
+        if settings.max_problems is not None and problems.height > settings.max_problems:
+            problems = problems.with_row_index("_row").sample(settings.max_problems, seed=cfg.seed).sort("_row").drop("_row")
         write_table(run_dir, "problems", problems)
         write_rejected(run_dir, "problems", rejected)
         reasons = dict(Counter(rejected["reject_reason"].to_list()))

@@ -330,6 +330,46 @@ def evaluation_section(page: Page) -> Section:
     return Section(title, body)
 
 
+def benchmarks_section(page: Page) -> Section:
+    """Each benchmark's Pass@1 and Avg@k (its own k) per checkpoint, their average, and every held-out set's
+    size and overlap with the training sets, from summary.json."""
+    title = "Benchmarks: Pass@1 and Avg@k, with the average over benchmarks"
+    if not RunDir(page.run_dir).summary.is_file():
+        return Section(title, page.missing("eval/benchmarks"))
+    summary = eval_stage.read_summary(page.run_dir)
+    rows = [{"checkpoint": checkpoint, "benchmark": name, "k": scores.get("k"), "n": scores.get("n"),
+             "Pass@1": scores["pass1"], "Avg@k": scores["avg_k"]}
+            for checkpoint, per_set in summary.get("benchmarks", {}).items() for name, scores in per_set.items()]
+    held_out = [{"held-out set": name, "problems": sizes["n"], "overlap with training sets": sizes["overlap"]}
+                for name, sizes in summary.get("held_out", {}).items()]
+    body = (paragraph("`average` is the unweighted mean over the benchmarks; `base` is train.init_model before "
+                      "any training.") + (html_table(pl.DataFrame(rows)) if rows else paragraph("No benchmark."))
+            + "<h3>Held-out sets</h3>"
+            + paragraph("No held-out set holds a problem any checkpoint trained on (seed, synthetic, selected); "
+                        "recompute the overlap from eval/problems.parquet and augmented.parquet.")
+            + (html_table(pl.DataFrame(held_out)) if held_out else paragraph("No held-out set.")))
+    return Section(title, body)
+
+
+def contamination_section(page: Page) -> Section:
+    """The ten generated problems nearest to a benchmark problem (embedding cosine), from generate's manifest."""
+    title = "Decontamination: the generated problems closest to a benchmark"
+    manifest = read_manifest(page.run_dir, generate.STEP)
+    if manifest is None:
+        return Section(title, page.missing("synthetic"))
+    pairs = manifest.get("info", {}).get("closest_benchmark_pairs", [])
+    threshold = page.cfg.synthesize.contamination_similarity
+    if not pairs:
+        return Section(title, paragraph("No benchmark problem to compare with (synthesize.reference_files and the "
+                                        "benchmark files of eval.benchmarks), or no generated problem."))
+    table = pl.DataFrame(pairs).select(
+        pl.col("similarity").alias("cosine"), pl.col("problem").map_elements(_shortened, return_dtype=pl.Utf8),
+        "benchmark", pl.col("benchmark_problem").map_elements(_shortened, return_dtype=pl.Utf8))
+    return Section(title, paragraph(f"Problems at cosine {threshold} or above are rejected as contaminated "
+                                    "(synthesize.contamination_similarity); exact and near-exact copies of the text "
+                                    "are rejected before.") + html_table(table))
+
+
 def mitigation_section(page: Page) -> Section:
     title = "Weakness mitigation: share of the previously weak problems each policy solves"
     weakness = page.table("eval/weakness")
@@ -432,7 +472,7 @@ def environment_section(page: Page) -> Section:
 
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
-    training_section, evaluation_section, mitigation_section, teachability_section, environment_section,
+    training_section, evaluation_section, benchmarks_section, mitigation_section, contamination_section, teachability_section, environment_section,
 )
 
 

@@ -32,7 +32,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     policy = policy_role(cfg, run_dir)
     source, target = round_name("labeled", adapt_round), round_name("scored", adapt_round)
     config = {
-        "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
+        "filter": {**cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
+                   "max_tokens": cfg.filter_max_tokens},
         "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
         "world": cfg.world, "seed": cfg.seed,
     }
@@ -64,7 +65,7 @@ def policy_graded_counts(
     reach the labeled answer."""
     [verdicts] = sample_and_grade(
         cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
-        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (FILTER_SEED,))],
+        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter_max_tokens, (FILTER_SEED,))],
         cfg.filter.shard_size, "filter: policy answers")
     return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
 

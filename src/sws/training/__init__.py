@@ -131,3 +131,8 @@ def trainer_module(cfg: TrainConfig) -> ModuleType:
 def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
     """Run `job` with the trainer `cfg.trainer` names; `force` starts over instead of resuming."""
     return trainer_module(cfg).train(job, cfg, force)
+
+
+def online_filter_band(job: TrainJob, cfg: TrainConfig) -> tuple[float, float] | None:
+    """train.online_filter, for the augmented run only (the authors' dynamic sampling in their augmented stage)."""
+    return cfg.online_filter if job.name == "augmented" else None

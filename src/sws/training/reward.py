@@ -29,13 +29,19 @@ class CorrectnessReward:
     process logs each problem's graded completions and correct ones under step `global_step + 1`, the optimizer
     step these rollouts feed (a group with no graded completion logs no row). A generation batch draws every
     problem at most once.
+
+    With a `band` (train.online_filter), a group whose accuracy over its graded completions lies outside it (or
+    with none graded) is dropped: its problem joins `dropped`, which `BandFilter` reads to leave the group out
+    of the update, and its log row says so.
     """
 
     __name__ = "correct"
 
-    def __init__(self, log: RolloutLog, group_size: int) -> None:
+    def __init__(self, log: RolloutLog, group_size: int, band: tuple[float, float] | None = None) -> None:
         self.log = log
         self.group_size = group_size
+        self.band = band
+        self.dropped: set[str] = set()
 
     def __call__(
         self, prompts: list[Any], completions: list[Any], answer: list[str], problem_id: list[str],
@@ -45,15 +51,18 @@ class CorrectnessReward:
 
         verdicts = grade_completions(answer, [completion_text(completion) for completion in completions])
         everyones = gather_object(list(zip(problem_id, verdicts, strict=True)))
-        if trainer_state.is_world_process_zero:
-            step = trainer_state.global_step + 1
-            for problem, group in _groups(everyones).items():
-                if len(group) != self.group_size:
-                    raise RuntimeError(f"problem {problem} has {len(group)} completions in a step, not one group "
-                                       f"of {self.group_size}")
-                n, n_correct = graded_count(group)
-                if n:
-                    self.log.record(step, problem, n, n_correct)
+        step = trainer_state.global_step + 1
+        self.dropped = set()
+        for problem, group in _groups(everyones).items():
+            if len(group) != self.group_size:
+                raise RuntimeError(f"problem {problem} has {len(group)} completions in a step, not one group "
+                                   f"of {self.group_size}")
+            n, n_correct = graded_count(group)
+            dropped = self.band is not None and not (n and self.band[0] <= n_correct / n <= self.band[1])
+            if dropped:
+                self.dropped.add(problem)
+            if n and trainer_state.is_world_process_zero:
+                self.log.record(step, problem, n, n_correct, dropped)
         return [1.0 if verdict is True else 0.0 for verdict in verdicts]
 
 

@@ -1,4 +1,7 @@
-"""The rollout log of a GRPO run: one row `(step, problem_id, n, n_correct)` per rollout group.
+"""The rollout log of a GRPO run: one row `(step, problem_id, n, n_correct, dropped)` per rollout group.
+
+`dropped`: the online filter (`train.online_filter`) left the group out of the step's update; the row still
+counts, so the log shows what each step rolled out and how many groups it dropped.
 
 Rows are buffered in memory and written as a shard file before every checkpoint (and at the end), so each
 checkpoint's rows are on disk before the checkpoint exists. A run resumed from the checkpoint of step N drops
@@ -22,10 +25,10 @@ class RolloutLog:
 
     def __init__(self, shard_dir: Path) -> None:
         self.shard_dir = Path(shard_dir)
-        self._buffer: list[tuple[int, str, int, int]] = []
+        self._buffer: list[tuple[int, str, int, int, bool]] = []
 
-    def record(self, step: int, problem_id: str, n: int, n_correct: int) -> None:
-        self._buffer.append((step, problem_id, n, n_correct))
+    def record(self, step: int, problem_id: str, n: int, n_correct: int, dropped: bool = False) -> None:
+        self._buffer.append((step, problem_id, n, n_correct, dropped))
 
     def flush(self) -> None:
         """Write the buffered rows as one new shard."""
@@ -51,7 +54,9 @@ class RolloutLog:
         shards = self._shards()
         if not shards:
             return _frame([])
-        return pl.concat([pl.read_parquet(shard) for shard in shards])
+        # A shard written before the `dropped` column kept every group.
+        return pl.concat([pl.read_parquet(shard) for shard in shards], how="diagonal").with_columns(
+            pl.col("dropped").fill_null(False))
 
     def _shard_path(self, first_step: int) -> Path:
         return self.shard_dir / f"{SHARD_PREFIX}{first_step:08d}.parquet"
@@ -60,5 +65,11 @@ class RolloutLog:
         return sorted(self.shard_dir.glob(f"{SHARD_PREFIX}*.parquet"))
 
 
-def _frame(rows: list[tuple[int, str, int, int]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=SCHEMAS["rollouts"], orient="row")
+def _frame(rows: list[tuple[int, str, int, int, bool]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={**SCHEMAS["rollouts"], "dropped": pl.Boolean}, orient="row")
+
+
+def dropped_per_step(rollouts: pl.DataFrame) -> pl.DataFrame:
+    """`step, groups, dropped`: the rollout groups of each step and how many the online filter dropped."""
+    return rollouts.group_by("step", maintain_order=True).agg(
+        groups=pl.len().cast(pl.Int64), dropped=pl.col("dropped").sum().cast(pl.Int64)).sort("step")

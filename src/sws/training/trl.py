@@ -34,6 +34,7 @@ from sws.training import (
     TrainJob,
     TrainOutcome,
     launch_script_path,
+    online_filter_band,
     progress_path,
     replace_dir,
     staging_dir,
@@ -118,9 +119,10 @@ def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None
     tokenizer = load_tokenizer(job.init_model)
     log = RolloutLog(job.out_dir / "rollouts")
     resume_from, resume_step = latest_checkpoint(job.out_dir / "checkpoints")
-    trainer = GRPOTrainer(
+    reward = CorrectnessReward(log, cfg.num_generations, online_filter_band(job, cfg))
+    trainer = (BandFilteredGRPOTrainer if reward.band is not None else GRPOTrainer)(
         model=str(job.init_model),
-        reward_funcs=[CorrectnessReward(log, cfg.num_generations)],
+        reward_funcs=[reward],
         args=args,
         train_dataset=grpo_dataset(job.problems, job.world),
         processing_class=tokenizer,
@@ -136,6 +138,22 @@ def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None
     log.flush()
     _save_final(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final_dir(job.out_dir))
     return trainer.state.log_history
+
+
+class BandFilteredGRPOTrainer(GRPOTrainer):
+    """GRPO whose update leaves out the rollout groups the reward function dropped (`CorrectnessReward.dropped`):
+    their completions are masked out of the loss, and the token count the loss divides by counts only the kept
+    ones, as DAPO's dynamic sampling trains on the kept groups alone (without drawing more to refill the batch)."""
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        output = super()._generate_and_score_completions(inputs)
+        dropped = self.reward_funcs[0].dropped
+        kept = torch.tensor([row["problem_id"] not in dropped for row in inputs],
+                            device=output["completion_mask"].device)
+        output["completion_mask"] = output["completion_mask"] * kept.unsqueeze(1).to(output["completion_mask"].dtype)
+        output["advantages"] = output["advantages"] * kept.to(output["advantages"].dtype)
+        output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
+        return output
 
 
 def _run_launch(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]]:

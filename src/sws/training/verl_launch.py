@@ -21,7 +21,7 @@ import sws
 from sws.artifacts import write_parquet, write_text
 from sws.config import TrainConfig
 from sws.errors import UserError
-from sws.training import TrainJob, launch_script_path, write_launch_script
+from sws.training import TrainJob, launch_script_path, online_filter_band, write_launch_script
 from sws.training.verl_dataset import verl_table
 
 ENTRY_POINT = "verl.trainer.main_ppo"
@@ -47,7 +47,10 @@ MANAGED_KEYS = {
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "train.verl.tensor_parallel_size",
     "actor_rollout_ref.rollout.gpu_memory_utilization": "train.verl.gpu_memory_utilization",
     "reward.custom_reward_function.path": "written by sws", "reward.custom_reward_function.name": "written by sws",
-    "trainer.use_v1": "fixed (the legacy trainer dumps the reward's problem_id)",
+    "trainer.use_v1": "fixed (the legacy trainer dumps the reward's problem_id); the v1 trainer with "
+                      "train.online_filter",
+    "algorithm.filter_groups.enable": "train.online_filter",
+    "algorithm.filter_groups.metric": "train.online_filter (the reward's acc)",
     "trainer.n_gpus_per_node": "train.verl.n_gpus_per_node", "trainer.nnodes": "train.verl.nnodes",
     "trainer.total_training_steps": "train.<kind>_steps", "trainer.total_epochs": "derived from the steps",
     "trainer.save_freq": "train.save_steps",
@@ -179,7 +182,27 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
         "trainer.experiment_name": f"{job.run_name}-{job.name}",
         "data.seed": job.seed,
     }
+    band = online_filter_band(job, cfg)
+    if band is not None:
+        settings |= group_filter_settings(band, cfg.num_generations, job.config_file)
     return [f"{key}={value}" for key, value in settings.items()] + list(verl.overrides)
+
+
+def group_filter_settings(band: tuple[float, float], n: int, config_file: Path) -> dict[str, object]:
+    """verl's DAPO group filter for the online filter `band`.
+
+    verl 0.9.1's `algorithm.filter_groups` runs in its v1 trainer only: it evicts every group whose metric is the
+    same for all n responses and draws new prompts until the batch is full. With a 0/1 accuracy that keeps exactly
+    the groups with 1/n <= accuracy <= 1 - 1/n, so it serves any band that keeps and drops the same groups (the
+    authors' [0.125, 0.875] with 8 rollouts). The v1 trainer's dumps carry no problem_id; `sws` matches each
+    dumped prompt to its problem by text, and reads the dropped groups per step from verl's console log.
+    """
+    low, high = band
+    if not (0 < low <= 1 / n and 1 - 1 / n <= high < 1):
+        raise UserError(f"{config_file}: field 'train.online_filter' is {list(band)}, but verl 0.9.1's group filter "
+                        f"(algorithm.filter_groups) keeps exactly the groups with 0 < accuracy < 1, with {n} rollouts "
+                        f"the band [{1 / n:g}, {1 - 1 / n:g}]; use that band, or train.trainer: trl for another")
+    return {"trainer.use_v1": True, "algorithm.filter_groups.enable": True, "algorithm.filter_groups.metric": "acc"}
 
 
 def _check_passthrough(overrides: list[str], config_file: Path) -> None:

@@ -1,0 +1,49 @@
+"""The shipped pipelines (pipelines/*.yaml) carry the paper's settings where they say so."""
+
+from pathlib import Path
+
+import pytest
+
+from sws import held_out
+from sws.config import load_config
+
+PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+PRESETS = sorted(path.name for path in PIPELINES.glob("*.yaml"))
+PAPER_BENCHMARKS = {"gsm8k", "math500", "minerva_math", "olympiadbench", "gaokao2023en", "amc23", "aime24", "aime25"}
+
+
+def test_every_preset_is_found() -> None:
+    assert {"demo.yaml", "quick.yaml", "math12k-qwen2.5-7b.yaml", "math-qwen2.5-1.5b-8gpu.yaml",
+            "math-qwen2.5-1.5b-1gpu.yaml"} <= set(PRESETS)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_the_band_filter_samples_as_long_as_training_does(name: str) -> None:
+    cfg = load_config(PIPELINES / name)
+    assert cfg.filter_max_tokens == cfg.train.max_completion_length
+
+
+def test_the_7b_preset_has_the_papers_values() -> None:
+    cfg = load_config(PIPELINES / "math12k-qwen2.5-7b.yaml")
+    assert cfg.train.learning_rate == 5e-7 and cfg.train.augmented_steps == 600
+    assert cfg.train.online_filter == (0.125, 0.875)
+    assert cfg.synthesize.levels == ["AMC12", "HMMT-Nov", "HMMT-Feb", "AIME", "USAJMO", "USAMO", "USOJMO", "USOMO"]
+    assert cfg.roles.labeler.max_tokens == 32768
+    entries = {entry.name: entry.k for entry in held_out.benchmark_entries(cfg)}
+    assert set(entries) == PAPER_BENCHMARKS
+    assert entries["aime24"] == entries["aime25"] == 32
+    assert "base" in cfg.eval.checkpoints
+
+
+def test_the_one_gpu_preset_keeps_the_papers_ratios_at_small_scale() -> None:
+    small = load_config(PIPELINES / "math-qwen2.5-1.5b-1gpu.yaml")
+    full = load_config(PIPELINES / "math12k-qwen2.5-7b.yaml")
+    assert small.train.verl.n_gpus_per_node == 1 and "1.5B" in small.train.init_model
+    for cfg in (small, full):
+        assert cfg.train.batch_size / cfg.train.verl.mini_batch_size == 4
+    assert small.train.augmented_steps / small.train.initial_steps == full.train.augmented_steps / full.train.initial_steps
+    assert (small.train.learning_rate, small.train.online_filter, small.filter.band) == (
+        full.train.learning_rate, full.train.online_filter, full.filter.band)
+    # Seeds times the budget's expected yield (5 %): about three synthetic problems per seed in both.
+    for cfg, seeds in ((small, small.prepare.max_problems), (full, 7474)):
+        assert 2.9 <= cfg.synthesize.budget * 0.05 / seeds <= 3.1
