@@ -57,6 +57,11 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
         "answer": STR, "consistency": FLOAT,
     },
+    # The labeled problems the audit kept (sws.stages.audit), with its answers.
+    "audited": {
+        "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
+        "answer": STR, "consistency": FLOAT, "audited": BOOL,
+    },
     "scored": {
         "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "answer": STR,
         "n": INT, "n_correct": INT, "accuracy": FLOAT,

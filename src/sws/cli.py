@@ -187,7 +187,7 @@ def ingest(
 def synthesize(
     run: RunOpt,
     steps: Annotated[
-        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label (default all).")
+        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label,audit (default all; audit only with roles.auditor).")
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Concept sets (new problems) to sample in all (default 200).")] = None,
     executor: ExecutorOpt = None,

@@ -61,6 +61,9 @@ class RolesConfig(Section):
     # An empty model means the run's initial checkpoint (train/initial/final).
     policy: EngineConfig = Field(default_factory=lambda: EngineConfig(engine="hf", model="", temperature=1.0))
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    # Solves each labeled problem again without seeing the label (`sws synthesize --steps audit`); best a
+    # different model from the labeler. None: no audit (unless audit.enabled asks for one).
+    auditor: EngineConfig | None = None
 
 
 class PrepareConfig(Section):
@@ -263,7 +266,7 @@ class ExecutorConfig(Section):
     # `auto`: the cluster `ray start --head` started on this machine or that RAY_ADDRESS names; `local`: a
     # private one for this command; `host:port`: the head node's GCS address.
     address: str = "auto"
-    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy"], RoleResources] = Field(
+    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy", "auditor"], RoleResources] = Field(
         default_factory=dict)
 
 
@@ -278,6 +281,21 @@ class ReportConfig(Section):
     """`sws report`: how much of each plot to draw."""
 
     max_trajectories: int = Field(60, ge=0)
+
+
+class AuditConfig(Section):
+    """The label audit (`sws.stages.audit`): the auditor answers each labeled problem `samples` times; a label
+    its answers contradict in more than `max_disagreement` of them is quarantined as `audit_disagrees`."""
+
+    # None: on when roles.auditor is set.
+    enabled: bool | None = None
+    samples: int = Field(4, ge=1)
+    max_disagreement: float = Field(0.5, ge=0, le=1)
+    # Audit this many labeled problems drawn at random (seeded), to estimate the wrong-label rate cheaply; the
+    # others pass unaudited. None: every one.
+    sample: int | None = Field(None, ge=1)
+    # Reject in the filter a problem whose policy samples all agree on one answer other than its label.
+    policy_disagrees: bool = True
 
 
 class PipelineConfig(Section):
@@ -298,6 +316,7 @@ class PipelineConfig(Section):
     report: ReportConfig = Field(default_factory=ReportConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -410,7 +429,7 @@ def parse_config(data: dict[str, Any], source: Path | str) -> PipelineConfig:
 PATH_FIELDS = ("prepare.input", "ingest.path", "ingest.seed_file", "synthesize.prompt_dir", "select.pool")
 PATH_LIST_FIELDS = ("synthesize.reference_files",)
 MODEL_FIELDS = ("train.init_model", "roles.extractor.model", "roles.generator.model", "roles.labeler.model",
-                "roles.policy.model")
+                "roles.policy.model", "roles.auditor.model")
 
 
 def _resolved(value: Any, base: Path, only_if_exists: bool = False) -> Any:

@@ -47,6 +47,7 @@ def check_executor(cfg: PipelineConfig, command: str) -> None:
 
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
-    require_roles(cfg, [role for step in steps for role in get_stage(step).roles], source)
+    require_roles(cfg, [role for step in steps if get_stage(step).is_on(cfg) for role in get_stage(step).roles],
+                  source)
     check_files(cfg, command, source)
     check_executor(cfg, command)

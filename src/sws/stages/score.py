@@ -4,6 +4,8 @@ The policy (roles.policy; an empty model means `train/initial/final`) samples `f
 labeled problem at the training temperature, graded against the label by the world's answer check, into
 `scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time is
 ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none was).
+With audit.policy_disagrees, `policy_answer` is the one answer all of a problem's samples state (at least two,
+none cut off), for the filter's `policy_disagrees` check. With the audit on, the audited problems are scored.
 Requests go out in shards through the request cache, so a rerun after a kill asks nothing twice. Each adaptive
 round scores its own problems (`adapt/round-<r>/scored.parquet`).
 """
@@ -17,9 +19,12 @@ import polars as pl
 from sws import ui
 from sws.artifacts import StageResult, read_table, round_name, run_stage, table_path, write_table
 from sws.config import EngineConfig, PipelineConfig
-from sws.grading import graded_count
-from sws.policy import Sampling, policy_role, sample_and_grade
+from sws.executors import executor_for
+from sws.grading import GradingPool, graded_count, group_answers
+from sws.policy import Sampling, policy_requests, policy_role, sample_and_grade
 from sws.stage import Stage
+from sws.stages import audit
+from sws.stages.label import sample_answer
 
 STEP = "score"
 # Policy requests are seeded as `sws filter` always seeded them, so the request cache still answers them.
@@ -30,11 +35,11 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     """The policy's accuracy on round `adapt_round`'s labeled problems, into its `scored` table."""
     run_dir = Path(run_dir)
     policy = policy_role(cfg, run_dir)
-    source, target = round_name("labeled", adapt_round), round_name("scored", adapt_round)
+    source, target = audit.filter_source(cfg, adapt_round), round_name("scored", adapt_round)
     config = {
         "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size", "band"}),
         "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
-        "world": cfg.world, "seed": cfg.seed,
+        "world": cfg.world, "seed": cfg.seed, "policy_disagrees": cfg.audit.policy_disagrees,
     }
     inputs = [table_path(run_dir, source)] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
 
@@ -43,7 +48,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
         counts = pl.DataFrame(policy_graded_counts(cfg, run_dir, policy, labeled),
                               schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
         scored = pl.concat([labeled, counts], how="horizontal").with_columns(
-            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"))
+            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
+            pl.Series("policy_answer", policy_unanimous_answers(cfg, run_dir, policy, labeled)
+                      if cfg.audit.policy_disagrees else [None] * labeled.height, dtype=pl.Utf8))
         write_table(run_dir, target, scored)
         ungraded = cfg.filter.rollouts * scored.height - int(scored["n"].sum())
         if ungraded:
@@ -60,15 +67,40 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
 def policy_graded_counts(
     cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
 ) -> list[tuple[int, int]]:
-    """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
+    """Per labeled (or audited) problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
     reach the labeled answer."""
-    [verdicts] = sample_and_grade(
-        cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
-        [Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (FILTER_SEED,))],
-        cfg.filter.shard_size, "filter: policy answers")
+    [verdicts] = sample_and_grade(cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
+                                  [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
     return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
 
 
+def filter_sampling(cfg: PipelineConfig) -> Sampling:
+    return Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (FILTER_SEED,))
+
+
+def policy_unanimous_answers(
+    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
+) -> list[str | None]:
+    """Per labeled problem, the one answer all of the policy's samples state (math-verify equivalent), or None
+    when they differ, or one states none or was cut off. The samples are those `policy_graded_counts` asked for:
+    the executor reads them back from their finished shards, so this costs no model call."""
+    requests = policy_requests(cfg, policy, list(labeled.select("syn_id", "problem").iter_rows()),
+                               filter_sampling(cfg))
+    executor = executor_for(cfg, run_dir)
+    completions = executor.complete("policy", policy, requests, cfg.filter.shard_size, "filter: policy answers")
+    return executor.map_graded(unanimous_answers, [[sample_answer(completion) for completion in samples]
+                                                   for samples in completions])
+
+
+def unanimous_answers(sampled: list[list[str | None]], pool: GradingPool) -> list[str | None]:
+    """A grading body: per problem's answers, the answer of their single equivalence group, if all are in one."""
+    unanimous = []
+    for answers in sampled:
+        groups = group_answers(answers, pool) if len(answers) >= 2 and None not in answers else []
+        unanimous.append(groups[0].answer if len(groups) == 1 else None)
+    return unanimous
+
+
 DECLARED = (Stage(
-    STEP, "The policy's accuracy on each labeled problem.", run, reads=("labeled",), writes=("scored",),
+    STEP, "The policy's accuracy on each labeled problem.", run, reads=("labeled", "audited"), writes=("scored",),
     section="filter", uses_executor=True, command="sws filter", in_run=False),)

@@ -26,6 +26,11 @@ def declared_steps() -> dict[str, Stage]:
     return {stage.name: stage for stage in synthesis_steps()}
 
 
+def steps_on(cfg: PipelineConfig) -> list[str]:
+    """The declared steps this config asks for (the audit only with an auditor), in order."""
+    return [name for name, stage in declared_steps().items() if stage.is_on(cfg)]
+
+
 def max_tokens_fields() -> dict[str, str]:
     """Per step that calls a model: the setting that bounds its completions."""
     return {stage.name: f"roles.{role}{'[]' if role == 'judges' else ''}.max_tokens"
@@ -48,7 +53,8 @@ def parse_steps(text: str | None) -> list[str]:
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None) -> StageResult:
     run_dir = Path(run_dir)
     declared = declared_steps()
-    chosen = list(declared) if steps is None else parse_steps(",".join(steps))
+    chosen = [step for step in (list(declared) if steps is None else parse_steps(",".join(steps)))
+              if step in steps_on(cfg)]
     with shared_engines():
         results = [declared[step].run(cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
@@ -58,7 +64,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
     for advice in truncation_advice(funnel, max_tokens_fields()):
         ui.info(advice)
-    if list(declared)[-1] in chosen and funnel[-1].kept == 0:
+    if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:
         ui.info(f"synthesize: no labeled problems in {run_dir}; the funnel above shows where they were dropped")
     rows = {name: count for result in results for name, count in result.rows.items()}
     return StageResult("synthesize", rows=rows, info={"funnel": [row.as_info() for row in funnel]},
