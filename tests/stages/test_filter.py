@@ -160,3 +160,35 @@ def test_the_cli_rejects_a_band_that_is_not_an_interval(tmp_path):
     assert result.returncode == 2
     assert "field 'filter.band'" in result.stderr and "0 <= low <= high <= 1" in result.stderr
     assert not (tmp_path / "filtered.parquet").exists()
+
+
+def test_a_label_every_policy_sample_contradicts_with_one_answer_is_rejected_as_policy_disagrees(
+    tmp_path, monkeypatch,
+):
+    write_labeled(tmp_path, n=4)
+    problems = read_table(tmp_path, "labeled")["problem"].to_list()
+    answers = dict(read_table(tmp_path, "labeled").select("problem", "answer").iter_rows())
+    unanimous_other, split_wrong, cut_short = problems[:3]
+
+    def respond(request, index):
+        problem = request.fields["problem"]
+        if problem == unanimous_other:
+            return "\\boxed{-7}" if index else "So it is \\boxed{ -7 }."
+        if problem in (split_wrong, cut_short):
+            return f"\\boxed{{{-7 - index}}}" if problem == split_wrong or index else "I do not know."
+        return f"\\boxed{{{answers[problem]}}}"
+
+    use_engines(monkeypatch, {"scripted-policy": ScriptedEngine(respond)})
+    cfg = PipelineConfig.model_validate({
+        "roles": {"policy": {"engine": "oracle", "model": "scripted-policy"}},
+        "filter": {"band": [0.0, 1.0], "rollouts": 3}})
+
+    result = stage.run(cfg, tmp_path)
+
+    rejected = read_parquet(rejected_path(tmp_path, "filtered"))
+    assert rejected.select("problem", "reject_reason", "policy_answer").rows() == [
+        (unanimous_other, "policy_disagrees", "-7")]
+    assert read_table(tmp_path, "filtered").height == 3 and result.info["policy_disagrees"] == 1
+    cfg.audit.policy_disagrees = False
+    stage.run(cfg, tmp_path)
+    assert read_table(tmp_path, "filtered").height == 4
