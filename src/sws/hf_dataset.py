@@ -83,8 +83,8 @@ def provenance(cfg: PipelineConfig) -> list[str]:
         value = getattr(cfg.roles, role)
         for engine in value if isinstance(value, list) else [value]:
             if engine is not None:
-                model = engine.model or "the run's initial checkpoint"
-                lines.append(f"- {role}: `{model}` ({engine.engine} engine)")
+                model = f"`{engine.model}`" if engine.model else "the run's initial checkpoint"
+                lines.append(f"- {role}: {model} ({engine.engine} engine)")
     try:
         version = metadata.version("sws")
     except metadata.PackageNotFoundError:
@@ -138,7 +138,7 @@ def card(cfg: PipelineConfig, run_dir: Path, tables: dict[str, pl.DataFrame], li
         snippet.append(f'{other} = load_dataset("{name}", "{other}", split="train")')
     return "\n".join([
         f"---\n{header}---", "", "# sws problem sets", "",
-        "Problem sets written by [sws](https://pypi.org/project/sws/), self-aware weakness-driven problem synthesis "
+        "Problem sets written by sws, self-aware weakness-driven problem synthesis "
         "for reinforcement learning with verifiable rewards: problems aimed at the weaknesses a policy showed in "
         "a preliminary RL run, each with a reference answer.", "", "## Configs", "", configs, "",
         "## Provenance", "", *provenance(cfg), "", "## Synthesis funnel", "", *funnel_lines(run_dir), "",
