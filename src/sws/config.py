@@ -298,6 +298,13 @@ class AuditConfig(Section):
     policy_disagrees: bool = True
 
 
+class Price(Section):
+    """What a role's model costs: dollars per million input (prompt) and output (completion) tokens."""
+
+    input: float = Field(0.0, ge=0)
+    output: float = Field(0.0, ge=0)
+
+
 class PipelineConfig(Section):
     seed: int = 0
     world: str = "arith"
@@ -317,6 +324,10 @@ class PipelineConfig(Section):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    # Per role (extractor, generator, judges, labeler, auditor, policy): the price of its tokens, which turns the
+    # token counts of the manifests, funnel and report into money. A role left out is not priced.
+    pricing: dict[Literal["extractor", "generator", "judges", "labeler", "auditor", "policy"], Price] = Field(
+        default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -20,7 +20,15 @@ import polars as pl
 import yaml
 
 from sws import ui
-from sws.artifacts import config_hash, read_manifest, read_parquet, rejected_path, table_path, write_parquet, write_text
+from sws.artifacts import (
+    config_hash,
+    read_manifest,
+    read_parquet,
+    rejected_path,
+    table_path,
+    write_parquet,
+    write_text,
+)
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.funnel import FunnelRow, read_funnel

@@ -22,6 +22,7 @@ from sws.engines.base import (
     Completion,
     Engine,
     Request,
+    billed_once,
     check_local_model,
     check_options,
     missing_chat_template,
@@ -113,7 +114,9 @@ class HFEngine(Engine):
             )
         rows = output[:, inputs["input_ids"].shape[1]:].tolist()
         completions = [self._completion(row, stop, first.max_tokens) for row in rows]
-        return [completions[i * first.n:(i + 1) * first.n] for i in range(len(requests))]
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        return [billed_once(completions[i * first.n:(i + 1) * first.n], int(prompt_tokens[i]))
+                for i in range(len(requests))]
 
     def _completion(self, row: list[int], stop: list[str], max_tokens: int) -> Completion:
         tokens = _generated_length(row, self.eos_ids, self.tokenizer.pad_token_id)

@@ -34,6 +34,7 @@ from sws.engines.base import (
     Engine,
     RayLLM,
     Request,
+    billed_once,
     check_options,
     import_ray_llm,
     in_request_order,
@@ -143,8 +144,9 @@ class OpenAIEngine(Engine):
             choices = sorted(response.choices, key=lambda c: c.index)
             texts = [choice.text for choice in choices]
         tokens = _split_tokens(response.usage.completion_tokens if response.usage else 0, texts)
-        return [Completion(text, count, choice.finish_reason or FINISHED)
-                for text, count, choice in zip(texts, tokens, choices, strict=True)]
+        return billed_once([Completion(text, count, choice.finish_reason or FINISHED)
+                            for text, count, choice in zip(texts, tokens, choices, strict=True)],
+                           response.usage.prompt_tokens if response.usage else 0)
 
     def _with_retries(self, call: Callable[[], T]) -> T:
         attempt = 0
@@ -244,4 +246,5 @@ def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
     usage = row["http_response"].get("usage") or {}
     text = choice["message"]["content"] if "message" in choice else choice.get("text")
     return {"text": text or "", "tokens": int(usage.get("completion_tokens", 0)),
+            "prompt_tokens": int(usage.get("prompt_tokens", 0)),
             "finish_reason": choice.get("finish_reason") or FINISHED}

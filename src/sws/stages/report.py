@@ -34,11 +34,11 @@ from sws.artifacts import (
     write_text,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.funnel import FunnelRow, read_budget_spending, read_funnel
+from sws.funnel import FunnelRow, read_budget_spending, read_funnel, token_usage
 from sws.plots import bar_chart, line_chart, new_figure, save_figure
 from sws.run_dir import RunDir
 from sws.stage import Stage, all_stages, producer_of
-from sws.stages import combine, generate
+from sws.stages import audit, combine, generate, score
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 from sws.world import get_world
@@ -429,8 +429,51 @@ def environment_section(page: Page) -> Section:
     return Section(title, body + html_table(table))
 
 
+def model_call_stages() -> list[str]:
+    """The stages whose manifests count tokens, in the method's order: the synthesis steps, then the filter's
+    scoring."""
+    return [stage.name for stage in all_stages() if stage.synthesis_step and stage.roles] + [score.STEP]
+
+
+def tokens_section(page: Page) -> Section:
+    title = "Tokens and cost"
+    filtered = page.table("filtered")
+    used = token_usage(page.run_dir, model_call_stages(), page.cfg.pricing,
+                       filtered.height if filtered is not None else None)
+    if not used.height:
+        return Section(title, paragraph("No stage of this run has recorded its tokens yet."))
+    priced = ", ".join(f"{role} ${price.input:g} / ${price.output:g}" for role, price in page.cfg.pricing.items())
+    body = paragraph(
+        "Prompt and completion tokens of every model call, per step and role (what the completions cost when "
+        "they were generated, the request cache's answers included), and per problem kept by the filter. "
+        + (f"Prices per million input / output tokens: {priced}." if priced else
+           "Set `pricing` per role (dollars per million input and output tokens) to see the cost."))
+    return Section(title, body + html_table(used))
+
+
+def audit_section(page: Page) -> Section:
+    title = "Label audit"
+    manifest = read_manifest(page.run_dir, audit.STEP)
+    if manifest is None or "wrong_label_rate" not in manifest.get("info", {}):
+        return Section(title, paragraph("The labels were not audited: set roles.auditor (a model that solves each "
+                                        "labeled problem without seeing its label) to check them."))
+    info = manifest["info"]
+    rate = info["wrong_label_rate"]
+    body = paragraph(
+        f"The auditor solved {info['audited']} labeled problems without seeing their labels and contradicted "
+        f"{info['disagrees']} of the {info['judged']} it answered: an estimated {rate['rate']:.1%} of the labels "
+        f"are wrong (95% interval {rate['low']:.1%} to {rate['high']:.1%}). The contradicted ones are quarantined "
+        "in audited.rejected.parquet as audit_disagrees, with the label and the auditor's answer.")
+    filter_info = (read_manifest(page.run_dir, filter_stage.STAGE) or {}).get("info", {})
+    if filter_stage.POLICY_DISAGREES in filter_info:
+        body += paragraph(f"The filter rejected {filter_info[filter_stage.POLICY_DISAGREES]} more as "
+                          "policy_disagrees: every policy sample stated one answer other than the label.")
+    return Section(title, body)
+
+
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
-    overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
+    overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
+    judges_section, band_section,
     training_section, evaluation_section, mitigation_section, teachability_section, environment_section,
 )
 
@@ -440,7 +483,8 @@ def input_files(run_dir: Path) -> list[Path]:
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
     files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
-    files += [Path(run_dir) / "manifests" / f"{step}.json" for step in funnel_steps()]
+    files += [Path(run_dir) / "manifests" / f"{step}.json"
+              for step in dict.fromkeys([*funnel_steps(), *model_call_stages()])]
     return [path for path in files if path.exists()]
 
 

@@ -18,10 +18,10 @@ import polars as pl
 
 from sws import ui
 from sws.artifacts import StageResult, read_table, round_name, run_stage, table_path, write_table
-from sws.config import EngineConfig, PipelineConfig
+from sws.config import PipelineConfig
 from sws.executors import executor_for
 from sws.grading import GradingPool, graded_count, group_answers
-from sws.policy import Sampling, policy_requests, policy_role, sample_and_grade
+from sws.policy import Sampling, grade_samples, policy_role, sample_policy
 from sws.stage import Stage
 from sws.stages import audit
 from sws.stages.label import sample_answer
@@ -45,12 +45,18 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
 
     def body() -> StageResult:
         labeled = read_table(run_dir, source)
-        counts = pl.DataFrame(policy_graded_counts(cfg, run_dir, policy, labeled),
+        problems = list(labeled.select("syn_id", "problem", "answer").iter_rows())
+        completions = sample_policy(cfg, run_dir, policy, [(key, problem) for key, problem, _ in problems],
+                                    [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
+        [verdicts] = grade_samples(cfg, run_dir, problems, [filter_sampling(cfg)], completions)
+        counts = pl.DataFrame([graded_count(problem_verdicts) for problem_verdicts in verdicts],
                               schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+        unanimous = (executor_for(cfg, run_dir).map_graded(unanimous_answers, [
+            [sample_answer(completion) for completion in samples] for samples in completions])
+            if cfg.audit.policy_disagrees else [None] * labeled.height)
         scored = pl.concat([labeled, counts], how="horizontal").with_columns(
             pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
-            pl.Series("policy_answer", policy_unanimous_answers(cfg, run_dir, policy, labeled)
-                      if cfg.audit.policy_disagrees else [None] * labeled.height, dtype=pl.Utf8))
+            pl.Series("policy_answer", unanimous, dtype=pl.Utf8))
         write_table(run_dir, target, scored)
         ungraded = cfg.filter.rollouts * scored.height - int(scored["n"].sum())
         if ungraded:
@@ -64,32 +70,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
                      outputs=[table_path(run_dir, target)], body=body, force=force)
 
 
-def policy_graded_counts(
-    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
-) -> list[tuple[int, int]]:
-    """Per labeled (or audited) problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
-    reach the labeled answer."""
-    [verdicts] = sample_and_grade(cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
-                                  [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
-    return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
-
-
 def filter_sampling(cfg: PipelineConfig) -> Sampling:
     return Sampling(cfg.filter.rollouts, cfg.train.temperature, cfg.filter.max_tokens, (FILTER_SEED,))
-
-
-def policy_unanimous_answers(
-    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
-) -> list[str | None]:
-    """Per labeled problem, the one answer all of the policy's samples state (math-verify equivalent), or None
-    when they differ, or one states none or was cut off. The samples are those `policy_graded_counts` asked for:
-    the executor reads them back from their finished shards, so this costs no model call."""
-    requests = policy_requests(cfg, policy, list(labeled.select("syn_id", "problem").iter_rows()),
-                               filter_sampling(cfg))
-    executor = executor_for(cfg, run_dir)
-    completions = executor.complete("policy", policy, requests, cfg.filter.shard_size, "filter: policy answers")
-    return executor.map_graded(unanimous_answers, [[sample_answer(completion) for completion in samples]
-                                                   for samples in completions])
 
 
 def unanimous_answers(sampled: list[list[str | None]], pool: GradingPool) -> list[str | None]:

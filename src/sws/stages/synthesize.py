@@ -15,7 +15,14 @@ from sws import ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import FunnelRow, dataframe_table, funnel_table, read_budget_spending, truncation_advice
+from sws.funnel import (
+    FunnelRow,
+    dataframe_table,
+    funnel_table,
+    read_budget_spending,
+    token_usage,
+    truncation_advice,
+)
 from sws.llm_calls import shared_engines
 from sws.stage import Stage, synthesis_steps
 from sws.stages import combine, generate
@@ -62,6 +69,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
     spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
+    used = token_usage(run_dir, chosen, cfg.pricing, funnel[-1].kept if funnel else None)
+    if used.height:
+        ui.console.print(dataframe_table(used, "tokens per step and role"))
     for advice in truncation_advice(funnel, max_tokens_fields()):
         ui.info(advice)
     if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:

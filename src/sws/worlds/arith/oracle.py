@@ -33,7 +33,7 @@ import random
 from typing import Any
 
 from sws.config import EngineConfig
-from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request
+from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request, billed_once
 from sws.errors import UserError
 from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
@@ -64,6 +64,13 @@ def _noise_rates(options: dict[str, Any]) -> dict[str, float]:
             "a problem has at most one defect, so keep their sum at most 1"
         )
     return rates
+
+
+def prompt_words(request: Request) -> int:
+    """The oracle's prompt token count: whitespace-separated words of the prompt or of every message, as its
+    completion tokens are the words of its text (no tokenizer stands behind a rule-based teacher)."""
+    texts = [request.prompt] if request.prompt is not None else [message["content"] for message in request.messages]
+    return sum(len(text.split()) for text in texts)
 
 
 class OracleEngine(Engine):
@@ -133,15 +140,14 @@ class OracleEngine(Engine):
         )
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        return [[self._completion(request, index) for index in range(1 if self.ignores_n else request.n)]
-                for request in requests]
+        return [billed_once([self._completion(request, index) for index in range(1 if self.ignores_n else request.n)],
+                            prompt_words(request)) for request in requests]
 
     def _completion(self, request: Request, sample_index: int) -> Completion:
         text = self._complete(request, sample_index)
         finish_reason = FINISHED
         if self._fails("cut_off", request, sample_index):
             text, finish_reason = text[:len(text) // 2], CUT_OFF
-        # A whitespace word count stands in for the token count a tokenizer would report.
         return Completion(text, len(text.split()), finish_reason)
 
     def close(self) -> None:
