@@ -240,3 +240,24 @@ def test_rows_of_an_old_cache_without_finish_reason_are_asked_again(tmp_path: Pa
     assert engine.sent == [request] and result == [answer(request)]
     reader = CountingEngine()
     assert CachedEngine(reader, db, IDENTITY).generate([request]) == [answer(request)] and reader.sent == []
+
+
+def test_prompt_tokens_are_kept_and_an_old_cache_gains_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    class BillingEngine(CountingEngine):
+        def generate(self, requests: list[Request]) -> list[list[Completion]]:
+            return [[Completion("a", 2, prompt_tokens=9), Completion("b", 3)] for _ in requests]
+
+    db = tmp_path / "requests.sqlite"
+    with sqlite3.connect(db) as old:  # a cache from before prompt tokens were recorded
+        old.execute("CREATE TABLE completions (key TEXT NOT NULL, sample INTEGER NOT NULL, text TEXT NOT NULL, "
+                    "tokens INTEGER NOT NULL, finish_reason TEXT, PRIMARY KEY (key, sample))")
+        old.execute("INSERT INTO completions VALUES (?, 0, 'old', 4, 'stop')",
+                    (request_key(IDENTITY, Request(prompt="old")),))
+    request = Request(prompt="q", n=2)
+    CachedEngine(BillingEngine(), db, IDENTITY).generate([request])
+    reader = CountingEngine()
+    cached = CachedEngine(reader, db, IDENTITY)
+    assert cached.generate([request]) == [[Completion("a", 2, prompt_tokens=9), Completion("b", 3)]]
+    assert cached.generate([Request(prompt="old")]) == [[Completion("old", 4)]] and reader.sent == []

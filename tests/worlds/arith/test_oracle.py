@@ -215,3 +215,12 @@ def test_failure_knobs_leave_every_other_draw_unchanged():
 
 def test_ignores_n_answers_one_completion_per_request():
     assert [len(samples) for samples in oracle(ignores_n=True).generate([label_request(n=4)])] == [1]
+
+
+def test_tokens_are_whitespace_words_and_a_request_bills_its_prompt_once():
+    prompt = "Solve this problem:\n\nCompute 12 + 30."
+    request = Request(messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}),
+                      n=3, task="label", fields={"problem": "Compute 12 + 30."})
+    [completions] = oracle().generate([request])
+    assert [c.prompt_tokens for c in completions] == [2 + 7, 0, 0]
+    assert all(c.tokens == len(c.text.split()) for c in completions)

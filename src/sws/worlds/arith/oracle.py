@@ -23,6 +23,10 @@ The failures of real small models, for end-to-end tests of the paths that handle
 - `rubber_stamp` (rate): a verdict line with no analysis above it;
 - `ignores_n` (true/false): one completion per request whatever its n, like llama.cpp's server.
 These draws come from random streams of their own, so switching them on changes no other draw.
+
+Tokens: no tokenizer stands behind a rule-based teacher, so a completion's tokens are the whitespace-separated
+words of its text, and a request's prompt tokens (carried by its first completion) the words of its prompt or
+of all its messages.
 """
 
 from __future__ import annotations
