@@ -71,6 +71,13 @@ class Completion:
         return self.finish_reason == CUT_OFF
 
 
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str | None:
+    """`text` up to the first of the `stop` strings, as a server returns it (the stop string left out); None when
+    none occurs."""
+    cuts = [text.find(marker) for marker in stop if marker in text]
+    return text[:min(cuts)] if cuts else None
+
+
 def billed_once(completions: list[Completion], prompt_tokens: int) -> list[Completion]:
     """A call's completions, the first carrying the call's `prompt_tokens` (see `Completion`)."""
     return [replace(completion, prompt_tokens=prompt_tokens if index == 0 else 0)

@@ -25,6 +25,7 @@ from sws.engines.base import (
     billed_once,
     check_local_model,
     check_options,
+    cut_at_stop,
     missing_chat_template,
     read_chat_template,
 )
@@ -121,9 +122,9 @@ class HFEngine(Engine):
     def _completion(self, row: list[int], stop: list[str], max_tokens: int) -> Completion:
         tokens = _generated_length(row, self.eos_ids, self.tokenizer.pad_token_id)
         text = self.tokenizer.decode(row[:tokens], skip_special_tokens=True)
-        cuts = [text.find(marker) for marker in stop if marker in text]
-        ended = cuts or any(token in self.eos_ids for token in row[:tokens]) or tokens < max_tokens
-        return Completion(text[:min(cuts)] if cuts else text, tokens, FINISHED if ended else CUT_OFF)
+        stopped = cut_at_stop(text, tuple(stop))
+        ended = stopped is not None or any(token in self.eos_ids for token in row[:tokens]) or tokens < max_tokens
+        return Completion(text if stopped is None else stopped, tokens, FINISHED if ended else CUT_OFF)
 
 
 def _generated_length(row: list[int], eos_ids: set[int], pad_id: int) -> int:

@@ -37,7 +37,7 @@ import random
 from typing import Any
 
 from sws.config import EngineConfig
-from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request, billed_once
+from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request, billed_once, cut_at_stop
 from sws.errors import UserError
 from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
@@ -152,6 +152,9 @@ class OracleEngine(Engine):
         finish_reason = FINISHED
         if self._fails("cut_off", request, sample_index):
             text, finish_reason = text[:len(text) // 2], CUT_OFF
+        stopped = cut_at_stop(text, request.stop)
+        if stopped is not None:  # as a server does: the reply ends before its first stop string
+            text, finish_reason = stopped, FINISHED
         return Completion(text, len(text.split()), finish_reason)
 
     def close(self) -> None:
