@@ -129,9 +129,9 @@ def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[
             for row in rows if row.truncated]
 
 
-def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any], kept: int | None) -> pl.DataFrame:
+def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
     """Per stage that called a model and per role: prompt and completion tokens, completions, and their cost in
-    dollars when `pricing` prices the role; then a total row, with tokens per kept problem when `kept` is given."""
+    dollars when `pricing` prices the role; then a `total` row (none when no stage recorded tokens)."""
     rows, total = [], {}
     for stage in stages:
         manifest = read_manifest(run_dir, stage)
@@ -144,8 +144,17 @@ def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any], k
               "completions": pl.Int64, "cost ($)": pl.Float64}
     if rows:
         prompt, completion = (sum(used[name] for used in total.values()) for name in ("prompt", "completion"))
-        per_kept = f" ({(prompt + completion) / kept:,.0f} tokens per kept problem)" if kept else ""
-        rows.append({"step": "total" + per_kept, "role": "", "prompt tokens": prompt, "completion tokens": completion,
+        rows.append({"step": "total", "role": "", "prompt tokens": prompt, "completion tokens": completion,
                      "completions": sum(used["completions"] for used in total.values()),
                      "cost ($)": tokens.cost(total, pricing)})
     return pl.DataFrame(rows, schema=schema)
+
+
+def per_kept_problem(usage: pl.DataFrame, kept: int, what: str) -> str:
+    """A line with the total tokens (and cost) of `token_usage` per kept problem."""
+    if not usage.height or not kept:
+        return f"no {what} problem kept: no tokens per kept problem"
+    total = usage.row(-1, named=True)
+    tokens_each = (total["prompt tokens"] + total["completion tokens"]) / kept
+    cost = f", ${total['cost ($)'] / kept:.4g}" if total["cost ($)"] is not None else ""
+    return f"{tokens_each:,.0f} tokens{cost} per {what} problem ({kept} kept)"

@@ -34,7 +34,7 @@ from sws.artifacts import (
     write_text,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.funnel import FunnelRow, read_budget_spending, read_funnel, token_usage
+from sws.funnel import FunnelRow, per_kept_problem, read_budget_spending, read_funnel, token_usage
 from sws.plots import bar_chart, line_chart, new_figure, save_figure
 from sws.run_dir import RunDir
 from sws.stage import Stage, all_stages, producer_of
@@ -139,6 +139,7 @@ def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
     return [
         ("extractor", cfg.roles.extractor), ("generator", cfg.roles.generator), ("labeler", cfg.roles.labeler),
         ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges)),
+        *([("auditor", cfg.roles.auditor)] if cfg.roles.auditor is not None else []),
     ]
 
 
@@ -438,8 +439,7 @@ def model_call_stages() -> list[str]:
 def tokens_section(page: Page) -> Section:
     title = "Tokens and cost"
     filtered = page.table("filtered")
-    used = token_usage(page.run_dir, model_call_stages(), page.cfg.pricing,
-                       filtered.height if filtered is not None else None)
+    used = token_usage(page.run_dir, model_call_stages(), page.cfg.pricing)
     if not used.height:
         return Section(title, paragraph("No stage of this run has recorded its tokens yet."))
     priced = ", ".join(f"{role} ${price.input:g} / ${price.output:g}" for role, price in page.cfg.pricing.items())
@@ -448,6 +448,8 @@ def tokens_section(page: Page) -> Section:
         "they were generated, the request cache's answers included), and per problem kept by the filter. "
         + (f"Prices per million input / output tokens: {priced}." if priced else
            "Set `pricing` per role (dollars per million input and output tokens) to see the cost."))
+    if filtered is not None:
+        body += paragraph(per_kept_problem(used, filtered.height, "filtered") + ".")
     return Section(title, body + html_table(used))
 
 
@@ -465,7 +467,7 @@ def audit_section(page: Page) -> Section:
         f"are wrong (95% interval {rate['low']:.1%} to {rate['high']:.1%}). The contradicted ones are quarantined "
         "in audited.rejected.parquet as audit_disagrees, with the label and the auditor's answer.")
     filter_info = (read_manifest(page.run_dir, filter_stage.STAGE) or {}).get("info", {})
-    if filter_stage.POLICY_DISAGREES in filter_info:
+    if filter_info.get(filter_stage.POLICY_DISAGREES):
         body += paragraph(f"The filter rejected {filter_info[filter_stage.POLICY_DISAGREES]} more as "
                           "policy_disagrees: every policy sample stated one answer other than the label.")
     return Section(title, body)

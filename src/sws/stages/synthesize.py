@@ -19,6 +19,7 @@ from sws.funnel import (
     FunnelRow,
     dataframe_table,
     funnel_table,
+    per_kept_problem,
     read_budget_spending,
     token_usage,
     truncation_advice,
@@ -69,9 +70,10 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
     spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
-    used = token_usage(run_dir, chosen, cfg.pricing, funnel[-1].kept if funnel else None)
+    used = token_usage(run_dir, chosen, cfg.pricing)
     if used.height:
         ui.console.print(dataframe_table(used, "tokens per step and role"))
+        ui.info(f"synthesize: {per_kept_problem(used, funnel[-1].kept, 'labeled')}")
     for advice in truncation_advice(funnel, max_tokens_fields()):
         ui.info(advice)
     if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:
