@@ -61,8 +61,11 @@ def parse_steps(text: str | None) -> list[str]:
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None) -> StageResult:
     run_dir = Path(run_dir)
     declared = declared_steps()
-    chosen = [step for step in (list(declared) if steps is None else parse_steps(",".join(steps)))
-              if step in steps_on(cfg)]
+    named = list(declared) if steps is None else parse_steps(",".join(steps))
+    chosen = [step for step in named if step in steps_on(cfg)]
+    for step in named if steps is not None else ():
+        if step not in chosen:
+            ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
     with shared_engines():
         results = [declared[step].run(cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
