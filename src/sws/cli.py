@@ -251,7 +251,7 @@ def filter_by_difficulty(
                 lambda cfg: stage.run(cfg, run, force=force), "filter")
 
 
-@command(epilog="Examples: sws export verl --run runs/demo --out runs/demo/verl/train.parquet; "
+@command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet; "
                 "sws export hf --run runs/demo --out runs/demo/hf --push me/sws-demo")
 def export(
     format: Annotated[str, typer.Argument(help="Target format: verl (RL dataset Parquet) or hf (Hugging Face "
