@@ -398,13 +398,13 @@ def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
     """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
     name, _, index = role.partition(".")
     roles = cfg.roles
-    if name in TEACHER_ROLES:
+    if name in TEACHER_ROLES or (name == "auditor" and not index):
         require_roles(cfg, [name], "the pipeline config")
     names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges or []))), "labeler",
-             "policy"]
+             *(["auditor"] if roles.auditor is not None else []), "policy"]
     if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
         return roles.judges[int(index)]
-    if name in ("extractor", "generator", "labeler", "policy") and not index:
+    if name in ("extractor", "generator", "labeler", "auditor", "policy") and not index:
         return getattr(roles, name)
     raise UserError(
         f"role '{role}' is not in the pipeline config (section 'roles'); "

@@ -102,7 +102,7 @@ def provenance(cfg: PipelineConfig) -> list[str]:
 
 
 def funnel_lines(run_dir: Path) -> list[str]:
-    rows: list[FunnelRow] = read_funnel(run_dir, [stage.name for stage in synthesis_steps()] + ["filter"])
+    rows: list[FunnelRow] = read_funnel(run_dir, [stage.name for stage in synthesis_steps()])
     filter_manifest = read_manifest(run_dir, "filter")
     if not rows:
         return ["No synthesis funnel was recorded in this run."]
