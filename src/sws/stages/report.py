@@ -29,6 +29,7 @@ from sws.artifacts import (
     read_parquet,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
     write_text,
@@ -430,16 +431,17 @@ def environment_section(page: Page) -> Section:
     return Section(title, body + html_table(table))
 
 
-def model_call_stages() -> list[str]:
-    """The stages whose manifests count tokens, in the method's order: the synthesis steps, then the filter's
-    scoring."""
-    return [stage.name for stage in all_stages() if stage.synthesis_step and stage.roles] + [score.STEP]
+def model_call_stages(cfg: PipelineConfig) -> list[str]:
+    """The stages whose manifests count tokens: the synthesis steps and the filter's scoring, then those of each
+    adaptive round (`adapt/round-<r>/...`)."""
+    steps = [stage.name for stage in all_stages() if stage.synthesis_step and stage.roles] + [score.STEP]
+    return [round_name(step, adapt_round) for adapt_round in range(cfg.synthesize.adapt_rounds + 1) for step in steps]
 
 
 def tokens_section(page: Page) -> Section:
     title = "Tokens and cost"
     filtered = page.table("filtered")
-    used = token_usage(page.run_dir, model_call_stages(), page.cfg.pricing)
+    used = token_usage(page.run_dir, model_call_stages(page.cfg), page.cfg.pricing)
     if not used.height:
         return Section(title, paragraph("No stage of this run has recorded its tokens yet."))
     priced = ", ".join(f"{role} ${price.input:g} / ${price.output:g}" for role, price in page.cfg.pricing.items())
@@ -480,13 +482,13 @@ SECTIONS: tuple[Callable[[Page], Section], ...] = (
 )
 
 
-def input_files(run_dir: Path) -> list[Path]:
+def input_files(cfg: PipelineConfig, run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
     files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
     files += [Path(run_dir) / "manifests" / f"{step}.json"
-              for step in dict.fromkeys([*funnel_steps(), *model_call_stages()])]
+              for step in dict.fromkeys([*funnel_steps(), *model_call_stages(cfg)])]
     return [path for path in files if path.exists()]
 
 
@@ -501,7 +503,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         ui.info(f"report: {out}")
         return StageResult("report", info={"path": str(out)})
 
-    return run_stage(run_dir, "report", config=cfg, inputs=input_files(run_dir), outputs=[out], body=body,
+    return run_stage(run_dir, "report", config=cfg, inputs=input_files(cfg, run_dir), outputs=[out], body=body,
                      force=force)
 
 
