@@ -80,7 +80,8 @@ def card_header(tables: dict[str, pl.DataFrame], license_id: str) -> dict[str, A
                      **({"default": True} if index == 0 else {})} for index, name in enumerate(tables)],
         "dataset_info": [{"config_name": name,
                           "features": [{"name": column, **feature(dtype)} for column, dtype in table.schema.items()],
-                          "splits": [{"name": "train", "num_examples": table.height}]}
+                          "splits": [{"name": "train", "num_bytes": int(table.estimated_size()),
+                                      "num_examples": table.height}]}
                          for name, table in tables.items()],
     }
 
@@ -112,8 +113,9 @@ def funnel_lines(run_dir: Path) -> list[str]:
         lines.append(f"| {row.step} | {row.rows_in} | {row.kept} | {reasons} |")
     if filter_manifest is not None and "band" in filter_manifest.get("info", {}):
         low, high = filter_manifest["info"]["band"]
-        lines.append(f"\nThe difficulty filter kept problems the initial policy solves with accuracy in "
-                     f"[{low:g}, {high:g}].")
+        kept, rejected = (filter_manifest.get("rows", {}).get(name, 0) for name in ("filtered", "filtered.rejected"))
+        lines.append(f"\nThe difficulty filter kept {kept} of {kept + rejected} problems (every adaptive round's), "
+                     f"those the initial policy solves with accuracy in [{low:g}, {high:g}].")
     return lines
 
 
