@@ -137,6 +137,10 @@ class SynthesizeConfig(Section):
     student_samples: int = Field(8, ge=1)
     student_min_agreement: float = Field(0.25, ge=0, le=1)
     shard_size: int = Field(256, ge=1)
+    # Early stopping: the labeler's samples come in waves of this many single-sample requests (seeds seed,
+    # seed + 1, ..., as n_mode fanout sends them), and a problem gets no more once its keep-or-reject decision
+    # (and its label) can no longer change. None: all label_samples in one request.
+    label_wave: int | None = Field(None, ge=1)
 
 
 class FilterConfig(Section):
