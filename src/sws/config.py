@@ -151,6 +151,10 @@ class FilterConfig(Section):
     max_tokens: int = Field(32, ge=1)
     # Problems per shard: a crash loses at most one shard's grading (the request cache keeps its samples).
     shard_size: int = Field(256, ge=1)
+    # Early stopping: the policy's rollouts come in waves of this many single-sample requests (seeds seed,
+    # seed + 1, ...), and a problem gets no more once its accuracy is sure to land inside or outside the band
+    # (problems still at accuracy 0 draw all, for the adaptive rounds and policy_disagrees). None: all at once.
+    wave: int | None = Field(None, ge=1)
 
     @field_validator("band")
     @classmethod

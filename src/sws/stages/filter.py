@@ -40,6 +40,7 @@ from sws.policy import policy_role
 from sws.run_dir import RunDir
 from sws.stage import Stage
 from sws.stages import adapt, audit, score
+from sws.stages.score import BAND_TOLERANCE
 
 STAGE = "filter"
 PLOT_NAME = "filter_accuracy.png"
@@ -47,8 +48,6 @@ PLOT_NAME = "filter_accuracy.png"
 UNGRADED = "ungraded: no policy answer was graded within grading.deadline_s"
 # Every policy sample states one answer, and it is not the label: the label is suspect, whatever the band.
 POLICY_DISAGREES = "policy_disagrees"
-# Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
-BAND_TOLERANCE = 1e-9
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
