@@ -1,7 +1,8 @@
 """Parsers and filters against what a real instruct model wrote for sws's prompts (tests/fixtures/teacher_outputs).
 
 Every output is labeled by hand below. The test prints each rule's precision and recall (`pytest -s`) and holds
-the rules to what they reach: every cut-off output rejected as `truncated`, every problem followed by a worked
+the rules to what they reach: every cut-off output rejected as `truncated` (a generation only when it was cut
+off inside its problem: one cut off in the solution after its problem keeps the problem), every problem followed by a worked
 solution cut there or rejected as `solution_leak`, no clean problem cut or flagged, every rubber-stamp verdict
 discarded, and a label copied from a solution in the problem rejected as `copied_solution`.
 """
@@ -82,6 +83,7 @@ def clean_problems() -> list[str]:
 
 def score_rules() -> list[Score]:
     truncated = Score("truncated (extract, generate, rate)")
+    kept_whole = Score("cut-off generation keeps its whole problem")
     no_answer = Score("cut-off labeler sample gives no answer")
     cut = Score("problem cut where its solution starts")
     leak = Score("solution_leak pre-filter (uncut text)")
@@ -93,13 +95,17 @@ def score_rules() -> list[Score]:
         truncated.add(completion(row).truncated, row["finish_reason"] == "length")
     for index, row in indexed("generator"):
         problem, reason = screen_generation(completion(row), min_chars=10, max_tokens=400)
-        truncated.add(reason == "truncated", row["finish_reason"] == "length")
+        ended = split_solution(row["output"].split("### Problem", 1)[1].strip())[1] is not None
+        truncated.add(reason == "truncated", row["finish_reason"] == "length" and not ended)
+        if row["finish_reason"] == "length" and ended:
+            statement = split_solution(row["output"].split("### Problem", 1)[1].strip())[0]
+            kept_whole.add(reason != "truncated" and problem is not None and problem.strip("*") in statement, True)
+        if reason is None:  # what is kept shows no solution
+            assert not shows_solution(problem), (index, problem)
         if row["finish_reason"] == "stop":
             body = row["output"].split("### Problem", 1)[1]
             was_cut = split_solution(body.strip())[1] is not None
             generation.add(was_cut or reason == "solution_leak", index in GENERATIONS_WITH_SOLUTION)
-            if reason is None:  # what is kept shows no solution
-                assert not shows_solution(problem), (index, problem)
     for index, row in indexed("judge"):
         text, positive = row["values"]["problem"], index in JUDGE_PROBLEMS_WITH_SOLUTION
         cut.add(split_solution(text)[1] is not None, positive)
@@ -121,7 +127,7 @@ def score_rules() -> list[Score]:
         problem = ROWS[pair[0]]["values"]["problem"]
         answer, _ = teacher_label([sample_answer(completion(ROWS[index])) for index in pair])
         copied.add(copies_solution(answer, split_solution(problem)[1]), pair in COPIED_LABELS)
-    return [truncated, no_answer, generation, cut, leak, *signs.values(), judgement, copied]
+    return [truncated, kept_whole, no_answer, generation, cut, leak, *signs.values(), judgement, copied]
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +142,16 @@ def scores() -> dict[str, Score]:
 def test_every_cut_off_output_is_rejected_and_no_finished_one(scores) -> None:
     for rule in ("truncated (extract, generate, rate)", "cut-off labeler sample gives no answer"):
         assert (scores[rule].precision, scores[rule].recall) == (1.0, 1.0)
+
+
+def test_a_generation_cut_off_after_its_problem_keeps_it_and_one_cut_inside_it_is_truncated(scores) -> None:
+    assert scores["cut-off generation keeps its whole problem"].true_positive == 8
+    assert scores["cut-off generation keeps its whole problem"].recall == 1.0
+    for index, row in indexed("generator"):
+        problem = row["output"].split("### Problem", 1)[1].strip()
+        statement = split_solution(problem)[0]
+        inside = Completion(row["output"][:row["output"].index(statement) + len(statement) // 2], 100, "length")
+        assert screen_generation(inside, min_chars=10, max_tokens=400)[1] == "truncated", index
 
 
 def test_every_worked_solution_is_cut_off_or_rejected_and_no_clean_problem_is_touched(scores) -> None:

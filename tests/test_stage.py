@@ -23,7 +23,7 @@ def test_sws_run_runs_the_method_in_order() -> None:
     assert [stage.title or stage.name for stage in run_stages()] == [
         "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
         "train augmented and baseline", "eval", "report"]
-    assert [stage.name for stage in synthesis_steps()] == ["extract", "combine", "generate", "rate", "label"]
+    assert [stage.name for stage in synthesis_steps()] == ["extract", "combine", "generate", "rate", "label", "audit"]
 
 
 def test_a_missing_table_names_the_command_that_writes_it() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from sws import ui
+from sws import tokens, ui
 from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stage import producer_of
@@ -56,6 +56,11 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "labeled": {
         "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
         "answer": STR, "consistency": FLOAT,
+    },
+    # The labeled problems the audit kept (sws.stages.audit), with its answers.
+    "audited": {
+        "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR,
+        "answer": STR, "consistency": FLOAT, "audited": BOOL,
     },
     "scored": {
         "syn_id": STR, "category": STR, "concepts": STR_LIST, "level": STR, "problem": STR, "answer": STR,
@@ -499,7 +504,8 @@ def run_stage(
     declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
     _running.append(declared)
     try:
-        result = body()
+        with tokens.ledger() as used_tokens:
+            result = body()
     except BaseException:
         with interrupts_deferred():
             declared.discard()
@@ -523,6 +529,7 @@ def run_stage(
             "rows": result.rows,
             "info": result.info,
             "seconds": result.seconds,
+            **({"tokens": used_tokens} if used_tokens else {}),
             "versions": package_versions(),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         },

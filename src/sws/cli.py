@@ -187,7 +187,7 @@ def ingest(
 def synthesize(
     run: RunOpt,
     steps: Annotated[
-        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label (default all).")
+        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label,audit (default all; audit only with roles.auditor).")
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Concept sets (new problems) to sample in all (default 200).")] = None,
     executor: ExecutorOpt = None,
@@ -251,21 +251,34 @@ def filter_by_difficulty(
                 lambda cfg: stage.run(cfg, run, force=force), "filter")
 
 
-@command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet")
+@command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet; "
+                "sws export hf --run runs/demo --out runs/demo/hf --push me/sws-demo")
 def export(
-    format: Annotated[str, typer.Argument(help="Target format: verl.")],
+    format: Annotated[str, typer.Argument(help="Target format: verl (RL dataset Parquet) or hf (Hugging Face "
+                                          "dataset folder with a dataset card).")],
     run: RunOpt,
-    out: Annotated[Path | None, typer.Option(help="Output Parquet (default <run>/verl/<table>.parquet).")] = None,
-    table: Annotated[str, typer.Option(help="Problem set to export: augmented or problems.")] = "augmented",
-    split: Annotated[str, typer.Option(help="Value of extra_info.split in every row.")] = "train",
+    out: Annotated[Path | None, typer.Option(help="verl: output Parquet (default <run>/verl/<table>.parquet); "
+                                             "hf: output folder (default <run>/hf).")] = None,
+    table: Annotated[str, typer.Option(help="verl: problem set to export: augmented or problems.")] = "augmented",
+    split: Annotated[str, typer.Option(help="verl: value of extra_info.split in every row.")] = "train",
+    push: Annotated[str | None, typer.Option(help="hf: upload the folder to this Hugging Face dataset repo "
+                                             "(needs HF_TOKEN or `hf auth login`).")] = None,
+    license: Annotated[str, typer.Option(help="hf: the card's license id (that of the seed set and the "
+                                         "teacher models' outputs).")] = "other",
     config: PipelineOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Write a problem set as verl's RL dataset Parquet (prompt, reward_model, extra_info)."""
+    """Write a problem set as verl's RL dataset Parquet, or the run's problem sets as a Hugging Face dataset."""
+    if format == "hf":
+        from sws import hf_dataset
+
+        run_command(run, config, {}, lambda cfg: hf_dataset.export(cfg, run, out or run / "hf", license, push),
+                    save=False)
+        return
     from sws.stages import export as stage
 
     if format != "verl":
-        raise UserError(f"export format '{format}' is not known; use: sws export verl --run {run}")
+        raise UserError(f"export format '{format}' is not known; use: sws export verl|hf --run {run}")
     run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force, table=table, out=out, split=split))
 
 

@@ -64,6 +64,9 @@ class RolesConfig(Section):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     # Labels problems without a category (`prepare.categorize`), in `sws prepare` and in `sws select`'s pool.
     categorizer: EngineConfig | None = None
+    # Solves each labeled problem again without seeing the label (`sws synthesize --steps audit`); best a
+    # different model from the labeler. None: no audit (unless audit.enabled asks for one).
+    auditor: EngineConfig | None = None
 
 
 class PrepareConfig(Section):
@@ -168,6 +171,10 @@ class SynthesizeConfig(Section):
     # A generated problem whose embedding (roles.embedder) has at least this cosine similarity with a benchmark
     # problem (reference_files and eval.benchmarks) is rejected as `contaminated`; None: by text only.
     contamination_similarity: float | None = Field(0.8, gt=0, le=1)
+    # Early stopping: the labeler's samples come in waves of this many single-sample requests (seeds seed,
+    # seed + 1, ..., as n_mode fanout sends them), and a problem gets no more once its keep-or-reject decision
+    # (and its label) can no longer change. None: all label_samples in one request.
+    label_wave: int | None = Field(None, ge=1)
 
 
 class FilterConfig(Section):
@@ -180,6 +187,10 @@ class FilterConfig(Section):
     max_tokens: int | None = Field(None, ge=1)
     # Problems per shard: a crash loses at most one shard's grading (the request cache keeps its samples).
     shard_size: int = Field(256, ge=1)
+    # Early stopping: the policy's rollouts come in waves of this many single-sample requests (seeds seed,
+    # seed + 1, ...), and a problem gets no more once its accuracy is sure to land inside or outside the band
+    # (problems still at accuracy 0 draw all, for the adaptive rounds and policy_disagrees). None: all at once.
+    wave: int | None = Field(None, ge=1)
 
     @field_validator("band")
     @classmethod
@@ -325,7 +336,7 @@ class ExecutorConfig(Section):
     # `auto`: the cluster `ray start --head` started on this machine or that RAY_ADDRESS names; `local`: a
     # private one for this command; `host:port`: the head node's GCS address.
     address: str = "auto"
-    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy"], RoleResources] = Field(
+    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy", "auditor"], RoleResources] = Field(
         default_factory=dict)
 
 
@@ -340,6 +351,28 @@ class ReportConfig(Section):
     """`sws report`: how much of each plot to draw."""
 
     max_trajectories: int = Field(60, ge=0)
+
+
+class AuditConfig(Section):
+    """The label audit (`sws.stages.audit`): the auditor answers each labeled problem `samples` times; a label
+    its answers contradict in more than `max_disagreement` of them is quarantined as `audit_disagrees`."""
+
+    # None: on when roles.auditor is set.
+    enabled: bool | None = None
+    samples: int = Field(4, ge=1)
+    max_disagreement: float = Field(0.5, ge=0, le=1)
+    # Audit this many labeled problems drawn at random (seeded), to estimate the wrong-label rate cheaply; the
+    # others pass unaudited. None: every one.
+    sample: int | None = Field(None, ge=1)
+    # Reject in the filter a problem whose policy samples all agree on one answer other than its label.
+    policy_disagrees: bool = True
+
+
+class Price(Section):
+    """What a role's model costs: dollars per million input (prompt) and output (completion) tokens."""
+
+    input: float = Field(0.0, ge=0)
+    output: float = Field(0.0, ge=0)
 
 
 class PipelineConfig(Section):
@@ -361,6 +394,11 @@ class PipelineConfig(Section):
     report: ReportConfig = Field(default_factory=ReportConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    # Per role (extractor, generator, judges, labeler, auditor, policy): the price of its tokens, which turns the
+    # token counts of the manifests, funnel and report into money. A role left out is not priced.
+    pricing: dict[Literal["extractor", "generator", "judges", "labeler", "auditor", "policy"], Price] = Field(
+        default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -436,13 +474,13 @@ def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
     """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
     name, _, index = role.partition(".")
     roles = cfg.roles
-    if name in TEACHER_ROLES:
+    if name in TEACHER_ROLES or (name == "auditor" and not index):
         require_roles(cfg, [name], "the pipeline config")
     names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges or []))), "labeler",
-             "policy"]
+             *(["auditor"] if roles.auditor is not None else []), "policy"]
     if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
         return roles.judges[int(index)]
-    if name in ("extractor", "generator", "labeler", "policy") and not index:
+    if name in ("extractor", "generator", "labeler", "auditor", "policy") and not index:
         return getattr(roles, name)
     raise UserError(
         f"role '{role}' is not in the pipeline config (section 'roles'); "
@@ -478,7 +516,7 @@ def parse_config(data: dict[str, Any], source: Path | str) -> PipelineConfig:
 PATH_FIELDS = ("prepare.input", "ingest.path", "ingest.seed_file", "synthesize.prompt_dir", "select.pool")
 PATH_LIST_FIELDS = ("synthesize.reference_files",)
 MODEL_FIELDS = ("train.init_model", "roles.extractor.model", "roles.generator.model", "roles.labeler.model",
-                "roles.policy.model")
+                "roles.policy.model", "roles.auditor.model")
 
 
 def _resolved(value: Any, base: Path, only_if_exists: bool = False) -> Any:

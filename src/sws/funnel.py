@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 from rich.table import Table
 
+from sws import tokens
 from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
 from sws.engines.base import Completion
 from sws.errors import UserError
@@ -132,3 +133,34 @@ def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[
     return [f"{row.step}: {row.truncated} of {row.completions} completions hit max_tokens and were not used as "
             f"finished; raise {roles.get(row.step, 'max_tokens of its role')}"
             for row in rows if row.truncated]
+
+
+def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
+    """Per stage that called a model and per role: prompt and completion tokens, completions, and their cost in
+    dollars when `pricing` prices the role; then a `total` row (none when no stage recorded tokens)."""
+    rows, total = [], {}
+    for stage in stages:
+        manifest = read_manifest(run_dir, stage)
+        for role, used in sorted(((manifest or {}).get("tokens") or {}).items()):
+            rows.append({"step": stage, "role": role, "prompt tokens": used["prompt"],
+                         "completion tokens": used["completion"], "completions": used["completions"],
+                         "cost ($)": tokens.cost({role: used}, pricing)})
+            total = tokens.add(total, {role: used})
+    schema = {"step": pl.Utf8, "role": pl.Utf8, "prompt tokens": pl.Int64, "completion tokens": pl.Int64,
+              "completions": pl.Int64, "cost ($)": pl.Float64}
+    if rows:
+        prompt, completion = (sum(used[name] for used in total.values()) for name in ("prompt", "completion"))
+        rows.append({"step": "total", "role": "", "prompt tokens": prompt, "completion tokens": completion,
+                     "completions": sum(used["completions"] for used in total.values()),
+                     "cost ($)": tokens.cost(total, pricing)})
+    return pl.DataFrame(rows, schema=schema)
+
+
+def per_kept_problem(usage: pl.DataFrame, kept: int, what: str) -> str:
+    """A line with the total tokens (and cost) of `token_usage` per kept problem."""
+    if not usage.height or not kept:
+        return f"no {what} problem kept: no tokens per kept problem"
+    total = usage.row(-1, named=True)
+    tokens_each = (total["prompt tokens"] + total["completion tokens"]) / kept
+    cost = f", ${total['cost ($)'] / kept:.4g}" if total["cost ($)"] is not None else ""
+    return f"{tokens_each:,.0f} tokens{cost} per {what} problem ({kept} kept)"

@@ -90,10 +90,12 @@ def request_seed(base_seed: int, *parts: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def role_request(role: EngineConfig, *, task: str, fields: dict[str, Any], text: str, n: int, seed: int) -> Request:
-    """A chat request for a teacher role: the rendered prompt as the user message, the role's sampling settings."""
+def role_request(role: EngineConfig, *, task: str, fields: dict[str, Any], text: str, n: int, seed: int,
+                 stop: tuple[str, ...] = ()) -> Request:
+    """A chat request for a teacher role: the rendered prompt as the user message, the role's sampling settings,
+    and the strings that end the reply (its template's `stop`)."""
     return Request(
         messages=chat(text), n=n, temperature=role.temperature, top_p=role.top_p, max_tokens=role.max_tokens,
-        seed=seed, task=task, fields=fields,
+        stop=stop, seed=seed, task=task, fields=fields,
     )
 

@@ -159,6 +159,12 @@ def parse_problem(text: str) -> str | None:
     The problem runs to where a solution, an answer or another section starts (`split_solution`); code fences
     and enclosing bold are removed.
     """
+    return parse_problem_and_end(text)[0]
+
+
+def parse_problem_and_end(text: str) -> tuple[str | None, bool]:
+    """`parse_problem`'s problem, and whether the text goes on past it (a solution or another section starts
+    after it): then the problem is whole even if the output was cut off later."""
     lines = final_text(text).splitlines()
     for marker in PROBLEM_MARKERS:
         found = [(index, match) for index, line in enumerate(lines)
@@ -166,8 +172,9 @@ def parse_problem(text: str) -> str | None:
         if found:
             index, match = found[-1]
             body = "\n".join(line for line in [match.group("rest"), *lines[index + 1:]] if not FENCE.match(line))
-            return _unwrapped(split_solution(body)[0]) or None
-    return None
+            statement, after = split_solution(body)
+            return _unwrapped(statement) or None, after is not None
+    return None, False
 
 
 def _is_marker(match: re.Match[str]) -> bool:

@@ -59,7 +59,7 @@ def check_role_engines(cfg: PipelineConfig, roles: Iterable[str]) -> None:
 
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
-    roles = [role for step in steps for role in get_stage(step).roles]
+    roles = [role for step in steps if get_stage(step).is_on(cfg) for role in get_stage(step).roles]
     require_roles(cfg, roles, source)
     check_role_engines(cfg, roles)
     check_files(cfg, command, source)

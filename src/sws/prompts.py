@@ -8,7 +8,8 @@ A template looks like
     ---
     ... {{problem}} ...
 
-Placeholders are `{{name}}` so that single braces (LaTeX such as `\\boxed{}`) stay literal. Loading fails when
+An optional header field `stop: [...]` lists strings that end the model's reply (sent to every engine as the
+requests' stop sequences). Placeholders are `{{name}}` so that single braces (LaTeX such as `\\boxed{}`) stay literal. Loading fails when
 the declared placeholders and the ones the body uses differ; rendering fails when a value is missing or when a
 value is given that the template does not use, so a prompt can never silently drop its problem text.
 The shipped templates live in the package (`sws/prompts_data/`); `synthesize.prompt_dir` points at a folder of
@@ -39,11 +40,14 @@ class PromptTemplate:
     source: str
     placeholders: frozenset[str]
     body: str
+    # Strings that end the model's reply (header field `stop`), sent with every request of this template.
+    stop: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
-        """Hash of the template text, so a stage's manifest goes stale when its prompt changes."""
-        return hashlib.sha256(self.body.encode()).hexdigest()[:16]
+        """Hash of the template text and its stop strings, so a stage's manifest goes stale when either changes."""
+        text = self.body if not self.stop else self.body + "\x1f" + "\x1f".join(self.stop)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def render(self, values: Mapping[str, Any]) -> str:
         missing = sorted(self.placeholders - values.keys())
@@ -90,7 +94,10 @@ def parse_template(name: str, text: str, source: str) -> PromptTemplate:
     unused = sorted(set(declared) - used)
     if unused:
         raise UserError(f"{source}: 'placeholders' declares '{unused[0]}' but the body never uses it")
-    return PromptTemplate(name=name, source=source, placeholders=frozenset(declared), body=body)
+    stop = header.get("stop", [])
+    if not isinstance(stop, list) or not all(isinstance(item, str) and item for item in stop):
+        raise UserError(f"{source}: header field 'stop' must be a list of non-empty strings, e.g. [\"### Solution\"]")
+    return PromptTemplate(name=name, source=source, placeholders=frozenset(declared), body=body, stop=tuple(stop))
 
 
 def load_template(name: str, prompt_dir: str | Path | None = None) -> PromptTemplate:

@@ -22,7 +22,7 @@ from typing import Any
 
 STAGE_MODULES = (
     "prepare", "ingest", "train:DECLARED_INITIAL", "identify", "extract", "combine", "generate", "rate", "label",
-    "synthesize", "score", "filter", "select", "mix", "export", "train:DECLARED_CONTINUATIONS", "eval", "report",
+    "audit", "synthesize", "score", "filter", "select", "mix", "export", "train:DECLARED_CONTINUATIONS", "eval", "report",
 )
 
 
@@ -66,6 +66,12 @@ class Stage:
     in_run: bool = True
     # The step's name in `sws run`'s progress (default: the name).
     title: str = ""
+    # Whether the config asks for this step (None: always); a step it does not ask for is skipped, and its roles
+    # are not required.
+    runs_when: Callable[[Any], bool] | None = None
+
+    def is_on(self, cfg: Any) -> bool:
+        return self.runs_when is None or self.runs_when(cfg)
 
     @property
     def how_to_run(self) -> str:

@@ -299,3 +299,24 @@ def test_a_damaged_cache_is_one_line_that_says_to_move_it_away(tmp_path: Path, d
     with pytest.raises(UserError, match=rf"^{path}: damaged request cache \(.+\); move it away and rerun$"):
         engine = CachedEngine(CountingEngine(), path, IDENTITY)
         run_stage(engine)
+
+
+def test_prompt_tokens_are_kept_and_an_old_cache_gains_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    class BillingEngine(CountingEngine):
+        def generate(self, requests: list[Request]) -> list[list[Completion]]:
+            return [[Completion("a", 2, prompt_tokens=9), Completion("b", 3)] for _ in requests]
+
+    db = tmp_path / "requests.sqlite"
+    with sqlite3.connect(db) as old:  # a cache from before prompt tokens were recorded
+        old.execute("CREATE TABLE completions (key TEXT NOT NULL, sample INTEGER NOT NULL, text TEXT NOT NULL, "
+                    "tokens INTEGER NOT NULL, finish_reason TEXT, PRIMARY KEY (key, sample))")
+        old.execute("INSERT INTO completions VALUES (?, 0, 'old', 4, 'stop')",
+                    (request_key(IDENTITY, Request(prompt="old")),))
+    request = Request(prompt="q", n=2)
+    CachedEngine(BillingEngine(), db, IDENTITY).generate([request])
+    reader = CountingEngine()
+    cached = CachedEngine(reader, db, IDENTITY)
+    assert cached.generate([request]) == [[Completion("a", 2, prompt_tokens=9), Completion("b", 3)]]
+    assert cached.generate([Request(prompt="old")]) == [[Completion("old", 4)]] and reader.sent == []

@@ -78,3 +78,10 @@ def test_a_completion_that_hits_max_tokens_is_reported_cut_off(engine: HFEngine)
     samples = engine.generate([Request(prompt="Compute 1+2.\n", n=8, max_tokens=3, seed=4)])[0]
     assert any(c.truncated for c in samples)
     assert not any(c.truncated for c in samples if c.tokens < 3)
+
+
+def test_the_first_completion_of_each_request_carries_its_prompt_tokens(engine: HFEngine) -> None:
+    prompts = ["Compute 1+2.\n", "Compute 100-7 then add 12.\n"]
+    results = engine.generate([Request(prompt=prompt, n=2, max_tokens=4, seed=1) for prompt in prompts])
+    for prompt, completions in zip(prompts, results, strict=True):
+        assert [c.prompt_tokens for c in completions] == [len(engine.tokenizer(prompt)["input_ids"]), 0]

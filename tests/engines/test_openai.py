@@ -347,7 +347,8 @@ def ray_row(response: Any) -> dict[str, Any]:
 def test_a_ray_reply_is_checked_as_the_engines_own() -> None:
     good = {"choices": [{"index": 0, "message": {"content": "a\ud800"}, "finish_reason": "length"}],
             "usage": {"completion_tokens": -3}}
-    assert ray_llm_answer(ray_row(good), "http://h/v1") == {"text": "a\ufffd", "tokens": 0, "finish_reason": "length"}
+    assert ray_llm_answer(ray_row(good), "http://h/v1") == {"text": "a\ufffd", "tokens": 0, "prompt_tokens": 0,
+                                                                "finish_reason": "length"}
     assert ray_llm_answer(ray_row({"choices": [{"text": "b"}]}), "http://h/v1")["text"] == "b"
     for bad in ("<html></html>", {"choices": []}, {"choices": [{"message": {"content": 5}}]},
                 {"choices": [{"text": "b"}, {"text": "c"}]}):

@@ -72,6 +72,14 @@ def test_roles_are_found_by_their_yaml_names() -> None:
         role_config(cfg, "judges.2")
 
 
+def test_the_auditor_is_a_role_once_it_is_set() -> None:
+    cfg = PipelineConfig()
+    with pytest.raises(UserError, match="field 'roles.auditor' is not set"):
+        role_config(cfg, "auditor")
+    cfg.roles.auditor = EngineConfig(model="checker")
+    assert role_config(cfg, "auditor").model == "checker"
+
+
 # ------------------------------------------------------------------ through the CLI (`sws sample`)
 
 

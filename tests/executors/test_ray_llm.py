@@ -60,25 +60,28 @@ def test_vllm_rows_one_per_sample_are_written_back_as_the_shards_completions(tmp
 
     # What the vLLM stage adds to each row; one sample used all its tokens.
     answered = [with_shard_columns({**row, "generated_text": f"{row['messages'][0]['content']}/{row['sample']}",
-                                    "num_generated_tokens": 6 if row["index"] == 2 and row["sample"] else 2},
+                                    "num_generated_tokens": 6 if row["index"] == 2 and row["sample"] else 2,
+                                    "num_input_tokens": 4},
                                    adapter.answer)
                 for row in rows]
     write_group(pd.DataFrame(answered[::-1]), str(tmp_path))
 
     assert list(read_completions([shard])) == [
-        [Completion("Q0/0", 2), Completion("Q0/1", 2)], [Completion("Q1/0", 2), Completion("Q1/1", 2)],
-        [Completion("Q2/0", 2), Completion("Q2/1", 6, "length")],
+        [Completion("Q0/0", 2, prompt_tokens=4), Completion("Q0/1", 2, prompt_tokens=4)],
+        [Completion("Q1/0", 2, prompt_tokens=4), Completion("Q1/1", 2, prompt_tokens=4)],
+        [Completion("Q2/0", 2, prompt_tokens=4), Completion("Q2/1", 6, "length", 4)],
     ]
 
 
 def test_an_http_answer_keeps_the_endpoints_text_tokens_and_finish_reason():
     row = {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
            "http_response": {"choices": [{"message": {"content": "42"}, "finish_reason": "length"}],
-                             "usage": {"completion_tokens": 7}}}
+                             "usage": {"completion_tokens": 7, "prompt_tokens": 5}}}
 
     answer = OpenAIEngine.ray_llm(OPENAI_ROLE, replicas=1, gpus=0, chat=True).answer
     assert with_shard_columns(row, answer) == {"name": "s", "start": 0, "size": 1, "index": 0, "sample": 0,
-                                               "text": "42", "tokens": 7, "finish_reason": "length"}
+                                               "text": "42", "tokens": 7, "prompt_tokens": 5,
+                                               "finish_reason": "length"}
 
 
 def test_a_raw_prompt_goes_to_the_completions_endpoint_and_its_text_comes_back():

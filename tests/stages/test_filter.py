@@ -13,6 +13,7 @@ from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import filter as stage
+from sws.stages import score
 from sws.worlds.arith import build_policy
 
 SWS = str(Path(sys.executable).parent / "sws")
@@ -160,3 +161,62 @@ def test_the_cli_rejects_a_band_that_is_not_an_interval(tmp_path):
     assert result.returncode == 2
     assert "field 'filter.band'" in result.stderr and "0 <= low <= high <= 1" in result.stderr
     assert not (tmp_path / "filtered.parquet").exists()
+
+
+def test_a_label_every_policy_sample_contradicts_with_one_answer_is_rejected_as_policy_disagrees(
+    tmp_path, monkeypatch,
+):
+    write_labeled(tmp_path, n=4)
+    problems = read_table(tmp_path, "labeled")["problem"].to_list()
+    answers = dict(read_table(tmp_path, "labeled").select("problem", "answer").iter_rows())
+    unanimous_other, split_wrong, cut_short = problems[:3]
+
+    def respond(request, index):
+        problem = request.fields["problem"]
+        if problem == unanimous_other:
+            return "\\boxed{-7}" if index else "So it is \\boxed{ -7 }."
+        if problem in (split_wrong, cut_short):
+            return f"\\boxed{{{-7 - index}}}" if problem == split_wrong or index else "I do not know."
+        return f"\\boxed{{{answers[problem]}}}"
+
+    use_engines(monkeypatch, {"scripted-policy": ScriptedEngine(respond)})
+    cfg = PipelineConfig.model_validate({
+        "roles": {"policy": {"engine": "oracle", "model": "scripted-policy"}},
+        "filter": {"band": [0.0, 1.0], "rollouts": 3}})
+
+    result = stage.run(cfg, tmp_path)
+
+    rejected = read_parquet(rejected_path(tmp_path, "filtered"))
+    assert rejected.select("problem", "reject_reason", "policy_answer").rows() == [
+        (unanimous_other, "policy_disagrees", "-7")]
+    assert read_table(tmp_path, "filtered").height == 3 and result.info["policy_disagrees"] == 1
+    cfg.audit.policy_disagrees = False
+    stage.run(cfg, tmp_path)
+    assert read_table(tmp_path, "filtered").height == 4
+
+
+@pytest.mark.parametrize(("verdicts", "settled"), [
+    ([True, False], False),  # 1 of 2, 6 left: anywhere in [1/8, 7/8]
+    ([True, False, True, False], True),  # 2 of 4, 4 left: [2/8, 6/8] lies inside [0.25, 0.75]
+    ([True] * 7, True),  # 7 of 7, 1 left: at least 7/8, above the band
+    ([True, None, True, True, True, True], False),  # 5 of 5 graded, 2 left: [5/7, 1] crosses 0.75
+    ([False] * 7, False),  # accuracy 0 so far matters (policy_disagrees, adaptive rounds)
+    ([None, None], False),  # nothing graded: its difficulty is unknown
+])
+def test_a_problem_is_settled_when_its_band_decision_cannot_change(verdicts, settled):
+    assert score.band_settled(verdicts, 8, (0.25, 0.75), zero_matters=True, one_matters=False) is settled
+    assert score.band_settled([False] * 7, 8, (0.25, 0.75), zero_matters=False, one_matters=False)
+
+
+def test_filtering_in_waves_keeps_the_problems_of_drawing_every_sample(tmp_path):
+    kept, drawn = {}, {}
+    for wave in (8, 2, 1):
+        run = tmp_path / f"wave-{wave}"
+        write_labeled(run, n=40)
+        cfg = oracle_policy_config(labeler_error=0.5)
+        cfg.filter.wave = wave
+        stage.run(cfg, run)
+        kept[wave] = read_table(run, "filtered")["syn_id"].to_list()
+        drawn[wave] = read_manifest(run, "score")["tokens"]["policy"]["completions"]
+    assert kept[2] == kept[1] == kept[8] and len(kept[8]) > 5
+    assert drawn[8] == 8 * 40 and drawn[1] < drawn[2] < drawn[8]

@@ -16,6 +16,7 @@ from _synthesis_run import (
 from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.prompts import load_template
 from sws.stages import generate
 from sws.stages.prepare import DATA_DIR
 from sws.worlds.arith import solve
@@ -185,13 +186,14 @@ def test_empty_concept_sets_give_empty_outputs(tmp_path: Path) -> None:
     assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}}
 
 
-def test_cut_off_generations_are_truncated_and_solutions_are_cut_or_rejected(tmp_path: Path, monkeypatch) -> None:
+def test_truncation_is_judged_on_the_problem_and_solutions_are_cut_or_rejected(tmp_path: Path, monkeypatch) -> None:
     from sws.engines import Completion
 
     outputs = [
         ("### Problem\nCompute 731*6.\n\n---\n\nTo solve this problem, we multiply: 731*6 = 4386.", "stop"),
         ("### Problem\nCompute 48+75. To solve this problem, we need to add: 48 + 75 = 100 + 23 = 123.", "stop"),
-        ("### Problem\nCompute 17*3.\n\n### Solution\nTo solve", "length"),
+        ("### Problem\nCompute 17*3.\n\n### Solution\nTo solve", "length"),  # cut off after its problem ended
+        ("### Problem\nCompute 12*(3+", "length"),  # cut off inside its problem
     ]
 
     class Generator(ScriptedEngine):
@@ -201,13 +203,16 @@ def test_cut_off_generations_are_truncated_and_solutions_are_cut_or_rejected(tmp
             return [[Completion(text, 9, reason)] for _ in requests]
 
     write_identified_run(tmp_path)
-    write_sets(tmp_path, 3)
-    use_engines(monkeypatch, {"scripted": Generator(lambda request, k: "")})
+    write_sets(tmp_path, 4)
+    engine = Generator(lambda request, k: "")
+    use_engines(monkeypatch, {"scripted": engine})
     result = generate.run(config_with_scripted_generator(), tmp_path)
-    assert read_table(tmp_path, "synthetic")["problem"].to_list() == ["Compute 731*6."]
+    assert read_table(tmp_path, "synthetic")["problem"].to_list() == ["Compute 731*6.", "Compute 17*3."]
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert rejected["reject_reason"].to_list() == ["solution_leak", "truncated"]
-    assert result.info["funnel"]["truncated"] == 1
+    assert result.info["funnel"]["truncated"] == 2  # cut off at max_tokens, whatever became of the problem
+    assert all(request.stop == load_template("generate").stop and "### Solution" in request.stop
+               for request in engine.requests)
 
 
 def test_a_paraphrased_benchmark_problem_is_contaminated_and_the_closest_pairs_are_kept(tmp_path: Path,

@@ -194,3 +194,38 @@ def test_answers_or_problems_with_control_characters_never_reach_the_labeled_set
     assert read_table(tmp_path, "labeled")["problem"].to_list() == ["plain"]
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert set(rejected["reject_reason"]) == {"control_characters"} and rejected.height == 3
+
+
+@pytest.mark.parametrize(("top", "drawn", "settled"), [
+    (4, 4, False),  # 4 of 8 agree: a tie with 4 others could still come
+    (5, 5, True),  # a strict majority of all 8 meets 0.5: no other group can tie it
+    (1, 6, True),  # 1 + 2 left can no longer reach 4 of 8
+    (2, 6, False),  # 2 + 2 left still can
+    (3, 8, True),  # all drawn
+])
+def test_a_problem_is_settled_when_no_further_sample_can_change_its_decision(top, drawn, settled) -> None:
+    assert label.label_settled(top, drawn, 8, 0.5, weak_to_strong=False) is settled
+
+
+def test_weak_to_strong_needs_more_than_half_to_settle_a_keep() -> None:
+    assert not label.label_settled(4, 6, 8, 0.5, weak_to_strong=True)
+    assert label.label_settled(2, 6, 8, 0.5, weak_to_strong=True)  # 2 + 2 = 4 of 8 is not more than half
+
+
+def test_labeling_in_waves_keeps_the_problems_and_labels_of_drawing_every_sample(tmp_path: Path) -> None:
+    problems = [problem.problem for problem in generate_problems(40, seed=5)]
+    runs = {}
+    for wave in (8, 3, 1):
+        run = tmp_path / f"wave-{wave}"
+        write_rated(run, problems)
+        config = noisy_oracle_config(labeler_error=0.3)
+        config.synthesize.label_wave = wave
+        result = label.run(config, run)
+        runs[wave] = (read_table(run, "labeled").select("syn_id", "answer").rows(), result.info["funnel"])
+    full, full_funnel = runs[8]
+    assert len(full) > 20 and full_funnel["completions"] == 8 * 40
+    for wave in (3, 1):
+        kept, funnel = runs[wave]
+        assert kept == full
+        assert funnel["completions"] < full_funnel["completions"]
+    assert runs[1][1]["completions"] < runs[3][1]["completions"]

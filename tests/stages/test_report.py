@@ -197,3 +197,34 @@ def test_contamination_section_lists_the_closest_pairs_from_generate(tmp_path: P
     assert section.body.index("Generated 0") < section.body.index("Generated 9")
     assert "<td>0.9</td><td>Generated 0</td><td>math500</td><td>Benchmark 0</td>" in section.body.replace(
         "0.900", "0.9")
+
+
+def test_the_audit_and_the_tokens_of_each_step_are_reported(tmp_path: Path) -> None:
+    from sws import tokens
+    from sws.config import Price
+    from sws.engines import Completion
+    from sws.stages import audit
+
+    def model_step(step: str, role: str, completions: list[Completion], info: dict) -> None:
+        def body() -> StageResult:
+            tokens.record(role, [completions])
+            return StageResult(step, info=info)
+
+        run_stage(tmp_path, step, config={}, inputs=[], outputs=[], body=body)
+
+    model_step("label", "labeler", [Completion("a", 100, prompt_tokens=1000), Completion("b", 100)], {})
+    model_step("audit", "auditor", [Completion("c", 50, prompt_tokens=500)], {
+        "audited": 40, "judged": 40, "disagrees": 4, "wrong_label_rate": audit.wrong_label_rate(4, 40)})
+    write_table(tmp_path, "filtered", pl.DataFrame({
+        "syn_id": ["x1", "x2"], "category": ["remainders"] * 2, "problem": ["a", "b"], "answer": ["1", "2"],
+        "n": [8, 8], "n_correct": [2, 6], "accuracy": [0.25, 0.75], "round": [0, 0]}))
+    cfg = PipelineConfig()
+    cfg.pricing = {"labeler": Price(input=2.0, output=10.0)}
+    report.run(cfg, tmp_path)
+    found = sections(RunDir(tmp_path).report.read_text())
+    assert "an estimated 10.0% of the labels are wrong (95% interval 4.0% to 23.1%)" in found["Label audit"]
+    used = found["Tokens and cost"]
+    assert "<td>label</td><td>labeler</td><td>1000</td><td>200</td><td>2</td><td>0.004</td>" in used
+    assert "<td>audit</td><td>auditor</td><td>500</td><td>50</td><td>1</td><td>–</td>" in used
+    assert "<td>total</td><td></td><td>1500</td><td>250</td><td>3</td><td>0.004</td>" in used
+    assert "875 tokens, $0.002 per filtered problem (2 kept)" in used

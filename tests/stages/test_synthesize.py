@@ -4,6 +4,7 @@ import random
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from _openai_server import MODEL, serving
@@ -12,9 +13,9 @@ from typer.testing import CliRunner
 
 from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path, table_path
 from sws.cli import app
-from sws.config import EngineConfig, PipelineConfig
+from sws.config import EngineConfig, PipelineConfig, Price
 from sws.errors import UserError
-from sws.funnel import read_budget_spending, read_funnel
+from sws.funnel import read_budget_spending, read_funnel, token_usage
 from sws.stages import synthesize
 from sws.worlds.arith import solve
 
@@ -34,7 +35,8 @@ def test_cli_runs_every_step_and_prints_the_funnel(tmp_path: Path) -> None:
         assert solve(problem).kind == "ok"
         assert answer is not None
     funnel = read_funnel(run, list(synthesize.declared_steps()))
-    assert [row.step for row in funnel] == list(synthesize.declared_steps())
+    assert [row.step for row in funnel] == synthesize.steps_on(PipelineConfig()) == [
+        step for step in synthesize.declared_steps() if step != "audit"]
     for previous, row in zip(funnel, funnel[1:], strict=False):
         if row.step != "combine":
             assert row.rows_in == previous.kept
@@ -66,7 +68,7 @@ def test_rerun_skips_every_current_step(tmp_path: Path) -> None:
     first = synthesize.run(config, tmp_path)
     again = synthesize.run(config, tmp_path)
     assert again.info["funnel"] == first.info["funnel"]
-    assert all(read_manifest(tmp_path, step) is not None for step in synthesize.declared_steps())
+    assert all(read_manifest(tmp_path, step) is not None for step in synthesize.steps_on(config))
     # a changed setting reruns its step and the steps after it (their inputs changed)
     config.roles.judges = [EngineConfig(options={"judge_error": 1.0})]
     changed = synthesize.run(config, tmp_path, steps=["rate", "label"])
@@ -271,3 +273,41 @@ def test_synthesize_against_a_server_that_ignores_n_gets_distinct_labeler_sample
     assert seeds and all(len(distinct) == 4 for distinct in seeds.values())
     # distinct samples: with a wrong-answer rate of 0.3, some labels are not unanimous
     assert labeled["consistency"].min() < 1.0
+
+
+def test_tokens_from_the_servers_usage_are_summed_per_step_and_role(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=40)
+    with serving() as server:  # usage: 3 prompt tokens a call, 10 completion tokens a choice
+        server.writer = play_teacher
+        teacher = {"engine": "openai", "model": MODEL, "options": {"base_url": server.base_url, "n_mode": "native"}}
+        pipeline = tmp_path / "pipeline.yaml"
+        pipeline.write_text(yaml.safe_dump({
+            "roles": {"extractor": teacher, "generator": teacher, "judges": [teacher], "labeler": teacher,
+                      "auditor": teacher},
+            "synthesize": {"budget": 12, "set_size": 3, "label_samples": 4}, "audit": {"samples": 2},
+            "pricing": {"labeler": {"input": 1.0, "output": 2.0}},
+        }))
+        result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
+        calls = len(server.posts)
+    assert result.exit_code == 0, result.output
+    assert "tokens per step and role" in result.output
+    steps = synthesize.steps_on(PipelineConfig.model_validate(yaml.safe_load(pipeline.read_text())))
+    used = {step: read_manifest(run, step).get("tokens", {}) for step in steps}
+    assert set(used["label"]) == {"labeler"} and set(used["audit"]) == {"auditor"} and used["combine"] == {}
+    funnel = {row.step: row for row in read_funnel(run, steps)}
+    for step in ("extract", "generate", "label", "audit"):
+        [counts] = used[step].values()
+        assert counts["completions"] == funnel[step].completions > 0
+        assert counts["completion"] == 10 * counts["completions"]
+        assert counts["prompt"] == 3 * funnel[step].rows_in  # one call per problem, billed once for its n choices
+    assert sum(counts["prompt"] for step in used.values() for counts in step.values()) == 3 * calls
+    label = used["label"]["labeler"]
+    table = token_usage(run, steps, {"labeler": Price(input=1.0, output=2.0)})
+    assert table.filter(pl.col("step") == "label")["cost ($)"].to_list() == [
+        pytest.approx(label["prompt"] * 1e-6 + label["completion"] * 2e-6)]
+    # only the labeler is priced, so the total's cost is the labeler's
+    assert table["step"][-1] == "total" and table["cost ($)"][-1] == pytest.approx(
+        label["prompt"] * 1e-6 + label["completion"] * 2e-6)
+    assert "tokens, $" in result.output and "per labeled problem" in result.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +54,34 @@ CUT_OFF = "length"
 
 @dataclass(frozen=True)
 class Completion:
+    """A sample: its text, its completion tokens, why it ended, and the prompt tokens its model call billed.
+
+    One model call bills its prompt once however many samples it returns, so the first completion of a call
+    carries the call's prompt tokens and the others 0: summing `prompt_tokens` over completions gives the prompt
+    tokens billed (a fanned-out request makes one call per sample, and each sample carries its own).
+    """
+
     text: str
     tokens: int = 0
     finish_reason: str = FINISHED
+    prompt_tokens: int = 0
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == CUT_OFF
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str | None:
+    """`text` up to the first of the `stop` strings, as a server returns it (the stop string left out); None when
+    none occurs."""
+    cuts = [text.find(marker) for marker in stop if marker in text]
+    return text[:min(cuts)] if cuts else None
+
+
+def billed_once(completions: list[Completion], prompt_tokens: int) -> list[Completion]:
+    """A call's completions, the first carrying the call's `prompt_tokens` (see `Completion`)."""
+    return [replace(completion, prompt_tokens=prompt_tokens if index == 0 else 0)
+            for index, completion in enumerate(completions)]
 
 
 @dataclass(frozen=True)

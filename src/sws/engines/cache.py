@@ -4,7 +4,8 @@ The key is everything that decides what a model returns: engine, model (plus a f
 folder, so a checkpoint retrained at the same path is not mistaken for the old one), the engine options that
 change the text, the messages or prompt, the sampling settings, the seed and the sample index. WAL mode and a
 busy timeout let several processes write the same cache at once.
-Each row keeps the completion's `finish_reason`. Rows written before it was recorded (NULL) are treated as
+Each row keeps the completion's `finish_reason`, its completion tokens and the prompt tokens it billed
+(`Completion.prompt_tokens`). Rows written before it was recorded (NULL) are treated as
 missing and asked again: they may be cut-off outputs that nothing can tell apart from finished ones.
 A cache sqlite cannot read (truncated, garbled, another schema, a folder or link in its place) or a row of the
 wrong types is one line saying to move the file away: a cache is only ever a saving, never worth a guess.
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS completions (
     text TEXT NOT NULL,
     tokens INTEGER NOT NULL,
     finish_reason TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (key, sample)
 )
 """
@@ -93,6 +95,7 @@ class CachedEngine(Engine):
             with self._db:
                 self._db.execute(_SCHEMA)
             _add_finish_reason_column(self._db)
+            _add_prompt_tokens_column(self._db)
 
     @property
     def hit_rate(self) -> float:
@@ -148,23 +151,25 @@ class CachedEngine(Engine):
             for start in range(0, len(ordered), _LOOKUP_CHUNK):
                 chunk = ordered[start:start + _LOOKUP_CHUNK]
                 rows = self._db.execute(
-                    f"SELECT key, sample, text, tokens, finish_reason FROM completions "
+                    f"SELECT key, sample, text, tokens, finish_reason, prompt_tokens FROM completions "
                     f"WHERE finish_reason IS NOT NULL AND key IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
-                for key, sample, text, tokens, finish_reason in rows:
+                for key, sample, text, tokens, finish_reason, prompt_tokens in rows:
                     if not (is_count(sample) and isinstance(text, str) and is_count(tokens)
-                            and isinstance(finish_reason, str)):
-                        raise _damaged(self.path, "a row whose sample, text, tokens or finish_reason has the wrong type")
-                    found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason)
+                            and isinstance(finish_reason, str) and is_count(prompt_tokens)):
+                        raise _damaged(self.path, "a row whose sample, text, tokens, finish_reason or prompt_tokens "
+                                                  "has the wrong type")
+                    found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason, prompt_tokens)
         return found
 
     def _store(self, key: str, completions: list[Completion]) -> None:
-        rows = [(key, index, completion.text, completion.tokens, completion.finish_reason)
+        rows = [(key, index, completion.text, completion.tokens, completion.finish_reason, completion.prompt_tokens)
                 for index, completion in enumerate(completions)]
         with self._lock, _damage_reported(self.path), self._db:
             self._db.executemany(
-                "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason, prompt_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -190,6 +195,18 @@ def _add_finish_reason_column(db: sqlite3.Connection) -> None:
     try:
         with db:
             db.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
+    except sqlite3.OperationalError as exc:  # another process added it first
+        if "duplicate column" not in str(exc):
+            raise
+
+
+def _add_prompt_tokens_column(db: sqlite3.Connection) -> None:
+    """Upgrade a cache written before prompt tokens were recorded; its old rows count 0 prompt tokens."""
+    if "prompt_tokens" in {row[1] for row in db.execute("PRAGMA table_info(completions)")}:
+        return
+    try:
+        with db:
+            db.execute("ALTER TABLE completions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0")
     except sqlite3.OperationalError as exc:  # another process added it first
         if "duplicate column" not in str(exc):
             raise

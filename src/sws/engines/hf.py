@@ -22,8 +22,10 @@ from sws.engines.base import (
     Completion,
     Engine,
     Request,
+    billed_once,
     check_local_model,
     check_options,
+    cut_at_stop,
     missing_chat_template,
     read_chat_template,
 )
@@ -113,14 +115,16 @@ class HFEngine(Engine):
             )
         rows = output[:, inputs["input_ids"].shape[1]:].tolist()
         completions = [self._completion(row, stop, first.max_tokens) for row in rows]
-        return [completions[i * first.n:(i + 1) * first.n] for i in range(len(requests))]
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        return [billed_once(completions[i * first.n:(i + 1) * first.n], int(prompt_tokens[i]))
+                for i in range(len(requests))]
 
     def _completion(self, row: list[int], stop: list[str], max_tokens: int) -> Completion:
         tokens = _generated_length(row, self.eos_ids, self.tokenizer.pad_token_id)
         text = self.tokenizer.decode(row[:tokens], skip_special_tokens=True)
-        cuts = [text.find(marker) for marker in stop if marker in text]
-        ended = cuts or any(token in self.eos_ids for token in row[:tokens]) or tokens < max_tokens
-        return Completion(text[:min(cuts)] if cuts else text, tokens, FINISHED if ended else CUT_OFF)
+        stopped = cut_at_stop(text, tuple(stop))
+        ended = stopped is not None or any(token in self.eos_ids for token in row[:tokens]) or tokens < max_tokens
+        return Completion(text if stopped is None else stopped, tokens, FINISHED if ended else CUT_OFF)
 
 
 def _generated_length(row: list[int], eos_ids: set[int], pad_id: int) -> int:

@@ -38,6 +38,7 @@ from sws.engines.base import (
     Engine,
     RayLLM,
     Request,
+    billed_once,
     check_options,
     import_ray_llm,
     in_request_order,
@@ -149,9 +150,10 @@ class OpenAIEngine(Engine):
         response = _json_object(raw.text, self.base_url, "a completion")
         choices = _checked_choices(response, chat, request.n, self.base_url)
         texts = [text for text, _ in choices]
-        tokens = _split_tokens(_completion_tokens(response), texts)
-        return [Completion(text, count, reason or FINISHED)
-                for (text, reason), count in zip(choices, tokens, strict=True)]
+        tokens = _split_tokens(_usage_count(response, "completion_tokens"), texts)
+        return billed_once([Completion(text, count, reason or FINISHED)
+                            for (text, reason), count in zip(choices, tokens, strict=True)],
+                           _usage_count(response, "prompt_tokens"))
 
     def _with_retries(self, call: Callable[[], T]) -> T:
         attempt = 0
@@ -283,10 +285,11 @@ def _checked_choices(response: dict[str, Any], chat: bool, n: int, base_url: str
     return [(text, reason) for _, text, reason in sorted(checked, key=lambda choice: choice[0])]
 
 
-def _completion_tokens(response: dict[str, Any]) -> int:
-    """The reply's completion token total; a missing, mistyped or negative count is taken as 0."""
+def _usage_count(response: dict[str, Any], field: str) -> int:
+    """A token count of the reply's `usage` (`prompt_tokens`, `completion_tokens`); a missing, mistyped or
+    negative count is taken as 0."""
     usage = response.get("usage")
-    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    count = usage.get(field) if isinstance(usage, dict) else None
     return count if is_count(count) else 0
 
 
@@ -324,4 +327,5 @@ def ray_llm_answer(row: dict[str, Any], base_url: str) -> dict[str, Any]:
     choices = response.get("choices")
     chat = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict) and "message" in choices[0]
     [(text, reason)] = _checked_choices(response, chat, 1, base_url)
-    return {"text": text, "tokens": _completion_tokens(response), "finish_reason": reason or FINISHED}
+    return {"text": text, "tokens": _usage_count(response, "completion_tokens"),
+            "prompt_tokens": _usage_count(response, "prompt_tokens"), "finish_reason": reason or FINISHED}

@@ -23,6 +23,7 @@ from sws.engines.base import (
     Engine,
     RayLLM,
     Request,
+    billed_once,
     check_local_model,
     import_ray_llm,
     missing_chat_template,
@@ -108,8 +109,8 @@ def sampling_params(request: Request) -> Any:
 
 def _collect(results: list[list[Completion]], indices: list[int], outputs: list[Any]) -> None:
     for index, output in zip(indices, outputs, strict=True):
-        results[index] = [Completion(sample.text, len(sample.token_ids), sample.finish_reason or FINISHED)
-                          for sample in output.outputs]
+        results[index] = billed_once([Completion(sample.text, len(sample.token_ids), sample.finish_reason or FINISHED)
+                                      for sample in output.outputs], len(output.prompt_token_ids or ()))
 
 
 def _check_llm_options(options: dict[str, Any]) -> None:
@@ -138,5 +139,5 @@ def ray_llm_answer(row: dict[str, Any]) -> dict[str, Any]:
     """vLLM reports no finish reason through `ray.data.llm`, so a sample that used all its max_tokens counts as
     cut off."""
     tokens = int(row["num_generated_tokens"])
-    return {"text": row["generated_text"], "tokens": tokens,
+    return {"text": row["generated_text"], "tokens": tokens, "prompt_tokens": int(row.get("num_input_tokens") or 0),
             "finish_reason": CUT_OFF if tokens >= row["sampling"]["max_tokens"] else FINISHED}

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sws import ui
+from sws import tokens, ui
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
 from sws.engines.cache import cache_identity
@@ -49,7 +49,9 @@ class Executor:
                     f"running the other {len(pending)}")
         if pending:
             self.run_shards(role_name, role, pending, description)
-        return read_completions(shards)
+        for completions in read_completions(shards):
+            tokens.record(role_name, [completions])
+            yield completions
 
     def run_shards(self, role_name: str, role: EngineConfig, pending: list[Shard], description: str) -> None:
         """Write the completions and marker of every pending shard."""

@@ -57,7 +57,8 @@ def write_group(group: pd.DataFrame, folder: str) -> pd.DataFrame:
     first = group.iloc[0]
     shard = Shard(Path(folder), str(first["name"]), int(first["start"]), int(first["size"]))
     completions: list[list[Completion]] = [[] for _ in range(shard.size)]
-    for index, text, tokens, reason in group[["index", "text", "tokens", "finish_reason"]].itertuples(index=False):
-        completions[int(index) - shard.start].append(Completion(str(text), int(tokens), str(reason)))
+    columns = ["index", "text", "tokens", "finish_reason", "prompt_tokens"]
+    for index, text, tokens, reason, prompt in group[columns].itertuples(index=False):
+        completions[int(index) - shard.start].append(Completion(str(text), int(tokens), str(reason), int(prompt)))
     write_completions(shard, completions)
     return pd.DataFrame({"name": [shard.name]})

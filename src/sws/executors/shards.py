@@ -28,7 +28,7 @@ from sws.engines.cache import request_key
 from sws.run_dir import RunDir
 
 COMPLETION_SCHEMA = {"index": pl.Int64, "texts": pl.List(pl.Utf8), "tokens": pl.List(pl.Int64),
-                     "finish_reasons": pl.List(pl.Utf8)}
+                     "finish_reasons": pl.List(pl.Utf8), "prompt_tokens": pl.List(pl.Int64)}
 
 
 def shards_dir(run_dir: Path) -> Path:
@@ -101,6 +101,7 @@ def write_completions(shard: Shard, completions: list[list[Completion]]) -> None
         "texts": [[c.text for c in samples] for samples in completions],
         "tokens": [[c.tokens for c in samples] for samples in completions],
         "finish_reasons": [[c.finish_reason for c in samples] for samples in completions],
+        "prompt_tokens": [[c.prompt_tokens for c in samples] for samples in completions],
     }, schema=COMPLETION_SCHEMA)
     write_parquet(table, shard.completions_path)
     write_text(shard.marker_path, json.dumps({"requests": len(completions)}) + "\n")
@@ -114,5 +115,9 @@ def read_completions(shards: Sequence[Shard]) -> Iterator[list[Completion]]:
         if table.height != shard.size or table["index"].to_list() != list(range(shard.start, shard.start + shard.size)):
             raise RuntimeError(f"{shard.completions_path}: holds {table.height} rows, expected requests "
                                f"{shard.start}..{shard.start + shard.size - 1}; delete it and its .done marker")
-        for texts, tokens, reasons in table.select("texts", "tokens", "finish_reasons").iter_rows():
-            yield [Completion(text, count, reason) for text, count, reason in zip(texts, tokens, reasons, strict=True)]
+        if "prompt_tokens" not in table.columns:  # a shard written before prompt tokens were recorded
+            table = table.with_columns(pl.col("tokens").list.eval(pl.lit(0, pl.Int64)).alias("prompt_tokens"))
+        for texts, tokens, reasons, prompts in table.select("texts", "tokens", "finish_reasons",
+                                                            "prompt_tokens").iter_rows():
+            yield [Completion(text, count, reason, prompt) for text, count, reason, prompt
+                   in zip(texts, tokens, reasons, prompts, strict=True)]

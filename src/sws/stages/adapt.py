@@ -29,7 +29,7 @@ from sws.artifacts import (
     write_table,
 )
 from sws.config import PipelineConfig
-from sws.stages import generate, label, rate
+from sws.stages import audit, generate, label, rate
 
 STEP = "request"
 REQUEST_COLUMNS = {"direction": STR, "source_syn_id": STR, "source_problem": STR}
@@ -72,6 +72,8 @@ def run_requests(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bo
 
 
 def run_round(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> list[StageResult]:
-    """Requests, generate, rate and label of round `adapt_round` (the policy's scoring follows in filter)."""
+    """Requests, generate, rate, label and (when on) audit of round `adapt_round` (the policy's scoring follows in
+    filter)."""
+    steps = (generate, rate, label, *([audit] if audit.is_on(cfg) else []))
     return [run_requests(cfg, run_dir, adapt_round, force),
-            *(step.run(cfg, run_dir, force, adapt_round=adapt_round) for step in (generate, rate, label))]
+            *(step.run(cfg, run_dir, force, adapt_round=adapt_round) for step in steps)]

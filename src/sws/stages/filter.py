@@ -9,7 +9,8 @@ Two stages, plus the adaptive rounds between them when synthesize.adapt_rounds >
 - `filter`: every round's scored problems whose accuracy lies in the band (both ends inclusive) go to
   `filtered.parquet`, with the `round` that made them (0: the original synthesis); the others to
   `filtered.rejected.parquet` with their accuracy and the reason (`ungraded` when no sample was graded, since
-  its difficulty is unknown). A histogram of the accuracies is drawn to
+  its difficulty is unknown; `policy_disagrees` when every policy sample states one answer other than the label,
+  audit.policy_disagrees, which flags a likely wrong label at no model cost). A histogram of the accuracies is drawn to
   `plots/filter_accuracy.png`; the manifest's `kept_per_round` counts what each round added to the band.
 """
 
@@ -38,21 +39,22 @@ from sws.plots import new_figure, save_figure
 from sws.policy import policy_role
 from sws.run_dir import RunDir
 from sws.stage import Stage
-from sws.stages import adapt, score
+from sws.stages import adapt, audit, score
+from sws.stages.score import BAND_TOLERANCE
 
 STAGE = "filter"
 PLOT_NAME = "filter_accuracy.png"
 # The reject reason of a problem none of whose samples could be graded in time.
 UNGRADED = "ungraded: no policy answer was graded within grading.deadline_s"
-# Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
-BAND_TOLERANCE = 1e-9
+# Every policy sample states one answer, and it is not the label: the label is suspect, whatever the band.
+POLICY_DISAGREES = "policy_disagrees"
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    labeled = read_table(run_dir, "labeled")
-    if labeled.height == 0:
-        raise UserError(f"{table_path(run_dir, 'labeled')}: no labeled problems to filter; see `sws synthesize`'s "
+    source = audit.filter_source(cfg)
+    if read_table(run_dir, source).height == 0:
+        raise UserError(f"{table_path(run_dir, source)}: no {source} problems to filter; see `sws synthesize`'s "
                         "funnel for where they were rejected")
     policy_role(cfg, run_dir)  # the initial checkpoint must exist before any adaptive round asks a teacher
     rounds = range(cfg.synthesize.adapt_rounds + 1)
@@ -76,9 +78,13 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
         scored = pl.concat([read_table(run_dir, name).with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
                             for adapt_round, name in zip(rounds, sources, strict=True)], how="diagonal_relaxed")
         in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
-        kept, rejected = scored.filter(in_band), scored.filter(~in_band)
+        contradicted = (pl.lit(cfg.audit.policy_disagrees) & (pl.col("n") > 0) & (pl.col("n_correct") == 0)
+                        & pl.col("policy_answer").is_not_null()) if "policy_answer" in scored.columns else pl.lit(False)
+        kept, rejected = scored.filter(in_band & ~contradicted), scored.filter(~in_band | contradicted)
         rejected = rejected.with_columns(
-            pl.when(pl.col("accuracy").is_null())
+            pl.when(contradicted)
+            .then(pl.lit(POLICY_DISAGREES))
+            .when(pl.col("accuracy").is_null())
             .then(pl.lit(UNGRADED))
             .when(pl.col("accuracy") < low)
             .then(pl.lit(f"too hard: accuracy below {low:g}"))
@@ -101,12 +107,14 @@ def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool
                 "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
                 "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
                 "ungraded": int(scored["accuracy"].is_null().sum()),
+                POLICY_DISAGREES: int((rejected["reject_reason"] == POLICY_DISAGREES).sum()),
                 "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
                 "kept_per_round": per_round,
             },
         )
 
-    return run_stage(run_dir, STAGE, config={"band": [low, high], "rollouts": cfg.filter.rollouts},
+    return run_stage(run_dir, STAGE, config={"band": [low, high], "rollouts": cfg.filter.rollouts,
+                                             "policy_disagrees": cfg.audit.policy_disagrees},
                      inputs=[table_path(run_dir, name) for name in sources], outputs=outputs, body=body, force=force)
 
 
@@ -125,5 +133,5 @@ def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts
 
 DECLARED = (Stage(
     STAGE, "Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.",
-    run, reads=("labeled",), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
+    run, reads=("labeled", "audited"), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
     command="sws filter"),)

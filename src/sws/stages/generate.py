@@ -3,10 +3,13 @@
 Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
 `synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
 truncated, unparsed, control_characters (`sws.text_hygiene`), too_short, too_long, solution_leak, answer_leak,
-multiple_choice, true_false, proof, multi_part, near_duplicate; `reject_detail` names what a near-duplicate
-duplicates).
-A generation cut off at max_tokens is rejected as `truncated` whatever it holds. The problem is the text under
-the last `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`).
+multiple_choice, true_false, proof, multi_part, near_duplicate, contaminated; `reject_detail` names what a
+near-duplicate duplicates).
+The generator is asked to stop where its problem ends: the template's `stop` strings (the starts of a solution
+section that small models add after their problem) go to every engine. The problem is the text under the last
+`### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`). Truncation is judged on the
+problem: a generation cut off at max_tokens after its problem ended keeps it; one cut off inside its problem
+is rejected as `truncated`.
 A set's `instance` k >= 1 (combine's fill of a small category's budget) puts a variant request into the prompt's
 `{{request}}` ("This is variant k of this concept set: ..."), so a model writes another problem, not the same
 one again. The manifest's `per_category` counts the problems generated, kept and dropped as near-duplicates.
@@ -40,7 +43,7 @@ from sws.executors import executor_for
 from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
 from sws.near_duplicates import NearDuplicateIndex
-from sws.parsing import parse_problem
+from sws.parsing import parse_problem_and_end
 from sws.problem_filters import prefilter_reason
 from sws.prompts import PromptTemplate, load_template
 from sws.stage import Stage
@@ -80,9 +83,13 @@ def reference_index(cfg: PipelineConfig, run_dir: Path, adapt_round: int = 0,
 
 
 def screen_generation(completion: Completion, min_chars: int, max_tokens: int) -> tuple[str | None, str | None]:
-    """The problem a generation holds, and why it is rejected before any judge sees it (None: it passes)."""
-    problem = parse_problem(completion.text)
-    if completion.truncated:
+    """The problem a generation holds, and why it is rejected before any judge sees it (None: it passes).
+
+    Truncation is judged on the problem: a reply cut off at max_tokens after the parser found where its problem
+    ends (a solution or another section follows it) keeps its problem; one cut off inside the problem is
+    `truncated`."""
+    problem, ended = parse_problem_and_end(completion.text)
+    if completion.truncated and not ended:
         return problem, "truncated"
     return problem, prefilter_reason(problem, min_chars, max_tokens)
 
@@ -169,7 +176,7 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, benc
             role, task="generate", fields=request_fields(row),
             text=template.render({"category": row["category"], "concepts": concepts_text(row["concepts"]),
                                   "level": row["level"], "request": extra_request(row)}),
-            n=1, seed=request_seed(cfg.seed, STEP, row["set_id"]),
+            n=1, seed=request_seed(cfg.seed, STEP, row["set_id"]), stop=template.stop,
         )
         for row in sets.iter_rows(named=True)
     ]

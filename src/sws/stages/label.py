@@ -14,6 +14,10 @@ Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so 
 must exceed 50 % and the student policy (roles.policy, prompted as in training) must reach the same answer in
 at least synthesize.student_min_agreement of its M samples (synthesize.student_samples) that could be graded;
 with none graded the problem is rejected as `ungraded`.
+Early stopping (synthesize.label_wave: k): the samples come k at a time as single-sample requests with seeds
+seed, seed + 1, ... (what n_mode fanout sends), and a problem gets no more once its decision and label cannot
+change (`label_settled`). The kept problems and their labels are those of drawing all N the same way, and the
+cache answers those requests; `consistency` is then the largest group's share of the samples drawn.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from sws.artifacts import (
     table_path,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines import Completion
+from sws.engines import Completion, Request
+from sws.engines.fanout import fan_out
 from sws.executors import executor_for
 from sws.funnel import write_step_outputs
 from sws.grading import GradingPool, equivalent, extract_answer, graded_count, group_answers
@@ -59,7 +64,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     config = {
         "seed": cfg.seed, "labeler": cfg.roles.labeler.model_dump(mode="json"), "prompt": template.digest,
         "label_samples": synth.label_samples, "min_consistency": synth.min_consistency,
-        "weak_to_strong": synth.weak_to_strong,
+        "weak_to_strong": synth.weak_to_strong, "label_wave": synth.label_wave,
     }
     if student is not None:
         config |= {"student": student.model_dump(mode="json"), "world": cfg.world,
@@ -105,7 +110,10 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     if not requests:
         ui.info(f"{STEP}: {table_path(run_dir, round_name('rated', adapt_round))} is empty; nothing to label")
     executor = executor_for(cfg, run_dir)
-    completions = executor.complete("labeler", cfg.roles.labeler, requests, synth.shard_size, "label answers")
+    if synth.label_wave is None:
+        completions = executor.complete("labeler", cfg.roles.labeler, requests, synth.shard_size, "label answers")
+    else:
+        completions = sampled_in_waves(cfg, run_dir, requests, synth.label_wave, student is not None)
     answers = [[sample_answer(completion) for completion in samples] for samples in completions]
     labels = executor.map_graded(teacher_labels, answers)
     reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
@@ -141,6 +149,42 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
                               pl.DataFrame(kept, schema=schema),
                               pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}),
                               [completion for samples in completions for completion in samples])
+
+
+def sampled_in_waves(cfg: PipelineConfig, run_dir: Path, requests: list[Request], wave: int,
+                     weak_to_strong: bool) -> list[list[Completion]]:
+    """Each request's samples, drawn `wave` at a time as single-sample requests (`fan_out`: seeds seed, seed + 1,
+    ...) until `label_settled` says more cannot change the problem's decision or label."""
+    synth = cfg.synthesize
+    executor = executor_for(cfg, run_dir)
+    singles = [fan_out(request) for request in requests]
+    drawn: list[list[Completion]] = [[] for _ in requests]
+    pending = list(range(len(requests)))
+    while pending:
+        asked = [(index, single) for index in pending
+                 for single in singles[index][len(drawn[index]):len(drawn[index]) + wave]]
+        answered = executor.complete("labeler", cfg.roles.labeler, [single for _, single in asked],
+                                     synth.shard_size, f"label answers (wave of {wave})")
+        for (index, _), [completion] in zip(asked, answered, strict=True):
+            drawn[index].append(completion)
+        groups = executor.map_graded(teacher_labels, [[sample_answer(c) for c in drawn[index]] for index in pending])
+        pending = [index for index, (_, share) in zip(pending, groups, strict=True)
+                   if not label_settled(round(share * len(drawn[index])), len(drawn[index]), requests[index].n,
+                                        synth.min_consistency, weak_to_strong)]
+    return drawn
+
+
+def label_settled(top: int, drawn: int, total: int, min_consistency: float, weak_to_strong: bool) -> bool:
+    """Whether the labeler's remaining samples can change a problem's decision or label, given `top` of `drawn`
+    samples in its largest answer group: settled when all are drawn, when no group can reach the consistency
+    threshold any more, or when the largest group holds a strict majority of all `total` samples and meets the
+    threshold (then no other group can tie it, so the label is the one full sampling gives)."""
+    def passes(count: int) -> bool:
+        share = count / total
+        return share >= min_consistency and (not weak_to_strong or share > WEAK_TO_STRONG_MIN_CONSISTENCY)
+
+    left = total - drawn
+    return drawn >= total or not passes(top + left) or (passes(top) and 2 * top > total)
 
 
 def sample_answer(completion: Completion) -> str | None:

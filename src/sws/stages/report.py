@@ -29,16 +29,17 @@ from sws.artifacts import (
     read_parquet,
     read_table,
     rejected_path,
+    round_name,
     run_stage,
     table_path,
     write_text,
 )
 from sws.config import EngineConfig, PipelineConfig
-from sws.funnel import FunnelRow, read_budget_spending, read_funnel
+from sws.funnel import FunnelRow, per_kept_problem, read_budget_spending, read_funnel, token_usage
 from sws.plots import bar_chart, line_chart, new_figure, save_figure
 from sws.run_dir import RunDir
 from sws.stage import Stage, all_stages, producer_of
-from sws.stages import combine, generate
+from sws.stages import audit, combine, generate, score
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 from sws.world import get_world
@@ -140,6 +141,7 @@ def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
         ("extractor", cfg.roles.extractor), ("generator", cfg.roles.generator), ("labeler", cfg.roles.labeler),
         ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges)),
         *([("categorizer", cfg.roles.categorizer)] if cfg.prepare.categorize and cfg.roles.categorizer else []),
+        *([("auditor", cfg.roles.auditor)] if cfg.roles.auditor is not None else []),
     ]
 
 
@@ -470,18 +472,64 @@ def environment_section(page: Page) -> Section:
     return Section(title, body + html_table(table))
 
 
+def model_call_stages(cfg: PipelineConfig) -> list[str]:
+    """The stages whose manifests count tokens: the synthesis steps and the filter's scoring, then those of each
+    adaptive round (`adapt/round-<r>/...`)."""
+    steps = [stage.name for stage in all_stages() if stage.synthesis_step and stage.roles] + [score.STEP]
+    return [round_name(step, adapt_round) for adapt_round in range(cfg.synthesize.adapt_rounds + 1) for step in steps]
+
+
+def tokens_section(page: Page) -> Section:
+    title = "Tokens and cost"
+    filtered = page.table("filtered")
+    used = token_usage(page.run_dir, model_call_stages(page.cfg), page.cfg.pricing)
+    if not used.height:
+        return Section(title, paragraph("No stage of this run has recorded its tokens yet."))
+    priced = ", ".join(f"{role} ${price.input:g} / ${price.output:g}" for role, price in page.cfg.pricing.items())
+    body = paragraph(
+        "Prompt and completion tokens of every model call, per step and role (what the completions cost when "
+        "they were generated, the request cache's answers included), and per problem kept by the filter. "
+        + (f"Prices per million input / output tokens: {priced}." if priced else
+           "Set `pricing` per role (dollars per million input and output tokens) to see the cost."))
+    if filtered is not None:
+        body += paragraph(per_kept_problem(used, filtered.height, "filtered") + ".")
+    return Section(title, body + html_table(used))
+
+
+def audit_section(page: Page) -> Section:
+    title = "Label audit"
+    manifest = read_manifest(page.run_dir, audit.STEP)
+    if manifest is None or "wrong_label_rate" not in manifest.get("info", {}):
+        return Section(title, paragraph("The labels were not audited: set roles.auditor (a model that solves each "
+                                        "labeled problem without seeing its label) to check them."))
+    info = manifest["info"]
+    rate = info["wrong_label_rate"]
+    body = paragraph(
+        f"The auditor solved {info['audited']} labeled problems without seeing their labels and contradicted "
+        f"{info['disagrees']} of the {info['judged']} it answered: an estimated {rate['rate']:.1%} of the labels "
+        f"are wrong (95% interval {rate['low']:.1%} to {rate['high']:.1%}). The contradicted ones are quarantined "
+        "in audited.rejected.parquet as audit_disagrees, with the label and the auditor's answer.")
+    filter_info = (read_manifest(page.run_dir, filter_stage.STAGE) or {}).get("info", {})
+    if filter_info.get(filter_stage.POLICY_DISAGREES):
+        body += paragraph(f"The filter rejected {filter_info[filter_stage.POLICY_DISAGREES]} more as "
+                          "policy_disagrees: every policy sample stated one answer other than the label.")
+    return Section(title, body)
+
+
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
-    overview_section, categories_section, trajectories_section, funnel_section, judges_section, band_section,
-    training_section, evaluation_section, benchmarks_section, mitigation_section, contamination_section, teachability_section, environment_section,
+    overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
+    judges_section, band_section, training_section, evaluation_section, benchmarks_section, mitigation_section,
+    contamination_section, teachability_section, environment_section,
 )
 
 
-def input_files(run_dir: Path) -> list[Path]:
+def input_files(cfg: PipelineConfig, run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
              *(curve_name(kind) for kind in TRAIN_KINDS))
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
     files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
-    files += [Path(run_dir) / "manifests" / f"{step}.json" for step in funnel_steps()]
+    files += [Path(run_dir) / "manifests" / f"{step}.json"
+              for step in dict.fromkeys([*funnel_steps(), *model_call_stages(cfg)])]
     return [path for path in files if path.exists()]
 
 
@@ -496,7 +544,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         ui.info(f"report: {out}")
         return StageResult("report", info={"path": str(out)})
 
-    return run_stage(run_dir, "report", config=cfg, inputs=input_files(run_dir), outputs=[out], body=body,
+    return run_stage(run_dir, "report", config=cfg, inputs=input_files(cfg, run_dir), outputs=[out], body=body,
                      force=force)
 
 

@@ -15,7 +15,15 @@ from sws import ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.funnel import FunnelRow, dataframe_table, funnel_table, read_budget_spending, truncation_advice
+from sws.funnel import (
+    FunnelRow,
+    dataframe_table,
+    funnel_table,
+    per_kept_problem,
+    read_budget_spending,
+    token_usage,
+    truncation_advice,
+)
 from sws.llm_calls import shared_engines
 from sws.stage import Stage, synthesis_steps
 from sws.stages import combine, generate
@@ -24,6 +32,11 @@ from sws.stages import combine, generate
 def declared_steps() -> dict[str, Stage]:
     """The synthesis steps, in order, as their declarations say."""
     return {stage.name: stage for stage in synthesis_steps()}
+
+
+def steps_on(cfg: PipelineConfig) -> list[str]:
+    """The declared steps this config asks for (the audit only with an auditor), in order."""
+    return [name for name, stage in declared_steps().items() if stage.is_on(cfg)]
 
 
 def max_tokens_fields() -> dict[str, str]:
@@ -48,7 +61,11 @@ def parse_steps(text: str | None) -> list[str]:
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None) -> StageResult:
     run_dir = Path(run_dir)
     declared = declared_steps()
-    chosen = list(declared) if steps is None else parse_steps(",".join(steps))
+    named = list(declared) if steps is None else parse_steps(",".join(steps))
+    chosen = [step for step in named if step in steps_on(cfg)]
+    for step in named if steps is not None else ():
+        if step not in chosen:
+            ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
     with shared_engines():
         results = [declared[step].run(cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
@@ -56,9 +73,13 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
     spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
+    used = token_usage(run_dir, chosen, cfg.pricing)
+    if used.height:
+        ui.console.print(dataframe_table(used, "tokens per step and role"))
+        ui.info(f"synthesize: {per_kept_problem(used, funnel[-1].kept, 'labeled')}")
     for advice in truncation_advice(funnel, max_tokens_fields()):
         ui.info(advice)
-    if list(declared)[-1] in chosen and funnel[-1].kept == 0:
+    if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:
         ui.info(f"synthesize: no labeled problems in {run_dir}; the funnel above shows where they were dropped")
     rows = {name: count for result in results for name, count in result.rows.items()}
     return StageResult("synthesize", rows=rows, info={"funnel": [row.as_info() for row in funnel]},

@@ -234,3 +234,23 @@ def test_the_oracle_categorizer_labels_every_problem_right_without_noise_and_som
     wrong = sum(parse_label(samples[0].text, categories).category != p.category
                 for samples, p in zip(noisy, problems, strict=True))
     assert abs(wrong / len(problems) - 0.3) < 0.07
+
+
+def test_tokens_are_whitespace_words_and_a_request_bills_its_prompt_once():
+    prompt = "Solve this problem:\n\nCompute 12 + 30."
+    request = Request(messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}),
+                      n=3, task="label", fields={"problem": "Compute 12 + 30."})
+    [completions] = oracle().generate([request])
+    assert [c.prompt_tokens for c in completions] == [2 + 7, 0, 0]
+    assert all(c.tokens == len(c.text.split()) for c in completions)
+
+
+def test_a_stop_string_ends_the_reply_as_a_server_ends_it():
+    fields = {"category": "addition", "concepts": ["carrying"], "level": "easy"}
+    [[plain]] = oracle().generate([Request(prompt="write", task="generate", fields=fields)])
+    [[stopped]] = oracle().generate([Request(prompt="write", task="generate", fields=fields,
+                                             stop=("never written", "with numbers chosen"))])
+    assert stopped.text == plain.text.split("with numbers chosen")[0] and stopped.finish_reason == "stop"
+    # a stop string before the point where a reply is cut off ends it first
+    [[cut]] = oracle(cut_off=1.0).generate([Request(prompt="write", task="generate", fields=fields, stop=("problem",))])
+    assert cut.finish_reason == "stop" and cut.text == plain.text.split("problem")[0]

@@ -25,6 +25,10 @@ The failures of real small models, for end-to-end tests of the paths that handle
 - `rubber_stamp` (rate): a verdict line with no analysis above it;
 - `ignores_n` (true/false): one completion per request whatever its n, like llama.cpp's server.
 These draws come from random streams of their own, so switching them on changes no other draw.
+
+Tokens: no tokenizer stands behind a rule-based teacher, so a completion's tokens are the whitespace-separated
+words of its text, and a request's prompt tokens (carried by its first completion) the words of its prompt or
+of all its messages.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import random
 from typing import Any
 
 from sws.config import EngineConfig
-from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request
+from sws.engines.base import CUT_OFF, FINISHED, Completion, Engine, Request, billed_once, cut_at_stop
 from sws.errors import UserError
 from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
@@ -66,6 +70,13 @@ def _noise_rates(options: dict[str, Any]) -> dict[str, float]:
             "a problem has at most one defect, so keep their sum at most 1"
         )
     return rates
+
+
+def prompt_words(request: Request) -> int:
+    """The oracle's prompt token count: whitespace-separated words of the prompt or of every message, as its
+    completion tokens are the words of its text (no tokenizer stands behind a rule-based teacher)."""
+    texts = [request.prompt] if request.prompt is not None else [message["content"] for message in request.messages]
+    return sum(len(text.split()) for text in texts)
 
 
 class OracleEngine(Engine):
@@ -138,15 +149,17 @@ class OracleEngine(Engine):
         )
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        return [[self._completion(request, index) for index in range(1 if self.ignores_n else request.n)]
-                for request in requests]
+        return [billed_once([self._completion(request, index) for index in range(1 if self.ignores_n else request.n)],
+                            prompt_words(request)) for request in requests]
 
     def _completion(self, request: Request, sample_index: int) -> Completion:
         text = self._complete(request, sample_index)
         finish_reason = FINISHED
         if self._fails("cut_off", request, sample_index):
             text, finish_reason = text[:len(text) // 2], CUT_OFF
-        # A whitespace word count stands in for the token count a tokenizer would report.
+        stopped = cut_at_stop(text, request.stop)
+        if stopped is not None:  # as a server does: the reply ends before its first stop string
+            text, finish_reason = stopped, FINISHED
         return Completion(text, len(text.split()), finish_reason)
 
     def close(self) -> None:
