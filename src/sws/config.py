@@ -280,6 +280,27 @@ class ReportConfig(Section):
     max_trajectories: int = Field(60, ge=0)
 
 
+class StopWhenConfig(Section):
+    """`rounds.stop_when`: end the loop after a round when the share of earlier weak problems it resolved is no
+    higher than the round before's (`resolved_stops_rising`), or when its synthesis kept (after the band filter)
+    fewer than `min_kept` problems."""
+
+    resolved_stops_rising: bool = False
+    min_kept: int = Field(0, ge=0)
+
+
+class RoundsConfig(Section):
+    """`sws run --rounds N`: round r + 1 identifies the weak problems of round r's augmented training log and
+    trains on from its augmented checkpoint. `rounds: N` in a pipeline file is short for `rounds: {n: N}`."""
+
+    n: int = Field(1, ge=1)
+    # A weak problem that was weak in the round before counts this many times in its category's budget share.
+    persist_weight: float = Field(1.0, ge=0)
+    stop_when: StopWhenConfig = Field(default_factory=StopWhenConfig)
+    # A fixed judge that rates each round's generated problems beside `roles.judges`, to measure self-rating.
+    reference_judge: EngineConfig | None = None
+
+
 class PipelineConfig(Section):
     seed: int = 0
     world: str = "arith"
@@ -298,6 +319,13 @@ class PipelineConfig(Section):
     report: ReportConfig = Field(default_factory=ReportConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
+    rounds: RoundsConfig = Field(default_factory=RoundsConfig)
+
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _rounds_count(cls, rounds: Any) -> Any:
+        """`rounds: N` is `rounds: {n: N}`."""
+        return {"n": rounds} if isinstance(rounds, int) and not isinstance(rounds, bool) else rounds
 
     @model_validator(mode="before")
     @classmethod

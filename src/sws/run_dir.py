@@ -81,6 +81,17 @@ class RunDir:
     def report(self) -> Path:
         return self.root / "report.html"
 
+    def round(self, number: int) -> RunDir:
+        """Round `number` of `sws run --rounds N`: round 1 is the run itself, a later round `rounds/<number>/`."""
+        if number < 1:
+            raise ValueError(f"rounds count from 1, not {number}")
+        return self if number == 1 else RunDir(self.root / "rounds" / str(number))
+
+    @property
+    def ledger(self) -> Path:
+        """Every problem weak in any round, per round (`sws run --rounds N`)."""
+        return self.table("ledger")
+
 
 def final_dir(out_dir: Path) -> Path:
     """The final model a training run writes into its folder."""
