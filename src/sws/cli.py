@@ -301,8 +301,8 @@ def sample(
     config: PipelineOpt = None,
 ) -> None:
     """Send one prompt to a role's engine and print its completions: check a model or server before a long run."""
-    from sws.engines import Request, make_engine
     from sws.current_policy import resolved
+    from sws.engines import Request, make_engine
     from sws.policy import policy_role
     from sws.prompts import chat
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sws.config import EngineConfig, PipelineConfig
-from sws.engines.base import Request
 from sws.current_policy import current_policy, names_policy
+from sws.engines.base import Request
 from sws.executors import executor_for
 from sws.grading import Verdict
 from sws.llm_calls import request_seed

@@ -33,9 +33,7 @@ from sws.artifacts import (
     StageResult,
     read_parquet,
     read_table,
-    rejected_path,
     run_stage,
-    table_path,
     write_table,
 )
 from sws.config import IdentifyConfig, PipelineConfig, with_overrides
