@@ -2,7 +2,7 @@
 
 Round 1 is the run directory itself; round r > 1 is the run directory `rounds/<r>/` (`RunDir.round`). A later
 round runs the same stages as round 1 (`later_round_stages`: every stage of `sws run` but those that write the
-tables wired from the round before), on three inputs the `round_inputs` step puts in its folder:
+tables wired from the round before), on three inputs the `rounds_inputs` step puts in its folder:
 
 - `problems.parquet`: the round before's augmented set (seed problems and every round's kept synthetic ones);
 - `rollouts.parquet`: the round before's augmented training log (what identify reads);
@@ -13,7 +13,7 @@ tables wired from the round before), on three inputs the `round_inputs` step put
 So round r + 1's augmented run trains from round r's augmented checkpoint on round r's augmented set plus the new
 problems, and its baseline continues from the same checkpoint for the same steps on round r's augmented set.
 
-After each round, `ledger` (in the run directory) rewrites `ledger.parquet` (one row per round and problem weak
+After each round, `rounds_ledger` (in the run directory) rewrites `ledger.parquet` (one row per round and problem weak
 in any round up to it) and `rounds_summary.parquet` (one row per round: weak problems by status, synthesis kept, the
 headline, the judges' verdict shares, the share of band-filter problems solved in every rollout).
 """
@@ -96,10 +96,10 @@ def wire_round(cfg: PipelineConfig, run_dir: Path, number: int, force: bool = Fa
         link_checkpoint(checkpoint, here.initial_checkpoint)
         ui.info(f"round {number}: {problems.height} problems, {rollouts.height} rollout records and the policy "
                 f"of round {number - 1} -> {here.root}")
-        return StageResult("round_inputs", rows={"problems": problems.height, "rollouts": rollouts.height,
+        return StageResult("rounds_inputs", rows={"problems": problems.height, "rollouts": rollouts.height,
                                                  "prior_weak": prior_weak.height})
 
-    return run_stage(here.root, "round_inputs", config={"round": number}, inputs=inputs, outputs=outputs,
+    return run_stage(here.root, "rounds_inputs", config={"round": number}, inputs=inputs, outputs=outputs,
                      body=body, force=force)
 
 
@@ -237,9 +237,9 @@ def update_ledger(cfg: PipelineConfig, run_dir: Path, rounds_done: int, force: b
         per_round = pl.DataFrame([round_row(here, number, ledger) for number, here in enumerate(rounds, 1)])
         write_table(run.root, "ledger", ledger)
         write_table(run.root, "rounds_summary", per_round)
-        return StageResult("ledger", rows={"ledger": ledger.height, "rounds_summary": per_round.height})
+        return StageResult("rounds_ledger", rows={"ledger": ledger.height, "rounds_summary": per_round.height})
 
-    return run_stage(run.root, "ledger", config={"rounds": rounds_done, "identify": cfg.identify.model_dump(mode="json")},
+    return run_stage(run.root, "rounds_ledger", config={"rounds": rounds_done, "identify": cfg.identify.model_dump(mode="json")},
                      inputs=inputs,
                      outputs=[run.ledger, run.table("rounds_summary")], body=body, force=force)
 
@@ -260,10 +260,10 @@ def stop_reason(cfg: PipelineConfig, run_dir: Path) -> str | None:
 
 
 DECLARED = (
-    Stage("round_inputs", "A later round's problems, rollout log and policy, from the round before.", wire_round,
+    Stage("rounds_inputs", "A later round's problems, rollout log and policy, from the round before.", wire_round,
           reads=("augmented", "train/augmented/rollouts", "weakness"), writes=("prior_weak",), section="rounds",
           command="sws run PIPELINE --rounds N", in_run=False),
-    Stage("ledger", "Every weak problem's status in every round, and each round's numbers.", update_ledger,
+    Stage("rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", update_ledger,
           reads=("weakness", "eval/problems"), writes=("ledger", "rounds_summary"), section="rounds",
           command="sws run PIPELINE --rounds N", in_run=False),
 )
