@@ -70,8 +70,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
     started = time.perf_counter()
     n_rounds = cfg.rounds.n
     run_steps(cfg, run_dir, pipeline_steps(cfg), force, "round 1: " if n_rounds > 1 else "")
-    if n_rounds > 1:
+    if rounds.records_rounds(cfg):
         later = rounds.later_round_config(cfg)
+        rounds.rate_with_reference(cfg, run_dir, force)
         rounds.update_ledger(cfg, run_dir, 1, force)
         for number in range(2, n_rounds + 1):
             reason = rounds.stop_reason(cfg, run_dir)
@@ -80,6 +81,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
                 break
             round_dir = RunDir(run_dir).round(number).root
             run_steps(later, round_dir, later_round_steps(run_dir, number), force, f"round {number}: ")
+            rounds.rate_with_reference(later, round_dir, force)
             rounds.update_ledger(cfg, run_dir, number, force)
         get_stage("report").run(cfg, Path(run_dir), force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")

@@ -135,3 +135,48 @@ def test_a_later_round_needs_the_round_before_to_be_trained(tmp_path: Path) -> N
     (RunDir(tmp_path).checkpoint("augmented") / "config.json").unlink()
     with pytest.raises(UserError, match="not a trained model"):
         rounds.wire_round(PipelineConfig(), tmp_path, 2)
+
+
+# A chat template that hands the tiny arith policy a teacher's prompt as plain text.
+PLAIN_TEXT = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
+
+
+@pytest.mark.slow
+def test_a_self_evolving_round_measures_how_the_policy_rates_its_own_problems(tmp_path: Path) -> None:
+    """The tiny arith policy plays judge and labeler (the oracle stays generator, and judges beside it so that
+    problems reach the labeler); the round's numbers record the self-rating shares against a fixed judge."""
+    from sws import pipeline
+
+    policy = {"engine": "hf", "model": "policy", "temperature": 1.0, "max_tokens": 8,
+              "options": {"chat_template": PLAIN_TEXT, "batch_size": 64}}
+    cfg = parse_config({
+        "seed": 0, "world": "arith",
+        "arith": {"n_seed_problems": 48, "seed_levels": ["easy", "medium"], "bootstrap_steps": 40},
+        "roles": {"judges": [policy, {"engine": "oracle", "model": "arith-oracle"}], "labeler": policy},
+        "identify": {"max_acc": 0.75, "max_slope": 1.0},
+        "synthesize": {"budget": 8, "levels": ["easy"], "label_samples": 2, "rate_retries": 0,
+                       "min_consistency": 0.0, "adapt_rounds": 0},
+        "train": {"initial_steps": 2, "batch_size": 4, "num_generations": 2, "save_steps": 1},
+        "rounds": {"reference_judge": {"engine": "oracle", "model": "arith-oracle"}},
+    }, "test")
+    assert rounds.records_rounds(cfg)
+    cfg = pipeline.with_seed_input(cfg, tmp_path)
+    steps = pipeline.pipeline_steps(cfg)
+    for step in steps[:[step.name for step in steps].index("synthesize") + 1]:
+        step.run(cfg, tmp_path, False)
+    rounds.rate_with_reference(cfg, tmp_path)
+    rounds.update_ledger(cfg, tmp_path, 1)
+
+    rated = pl.concat([read_table(tmp_path, "rated").select("verdicts"),
+                       pl.read_parquet(RunDir(tmp_path).rejected("rated")).select("verdicts")])
+    judges = {judge for verdicts in rated["verdicts"] for judge in json.loads(verdicts)}
+    assert judges == {"0:hf/policy", "1:oracle/arith-oracle"}
+    labeled = [pl.read_parquet(path) for path in (RunDir(tmp_path).table("labeled"), RunDir(tmp_path).rejected("labeled"))
+               if path.exists()]
+    assert sum(frame.height for frame in labeled) > 0  # the policy labeled the problems the judges kept
+    row = read_table(tmp_path, "rounds_summary").row(0, named=True)
+    for who in ("self", "judge", "reference"):
+        shares = [row[f"{who}_{name}"] for name in rounds.VERDICT_SHARES]
+        assert all(share is not None and 0.0 <= share <= 1.0 for share in shares), (who, shares)
+        assert sum(shares) == pytest.approx(1.0)
+    print({name: value for name, value in row.items() if name.startswith(("self_", "judge_", "reference_"))})

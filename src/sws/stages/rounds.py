@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +37,20 @@ from sws.artifacts import (
     write_table,
 )
 from sws.config import IdentifyConfig, PipelineConfig, with_overrides
+from sws.current_policy import names_policy
 from sws.errors import UserError
+from sws.executors import executor_for
+from sws.prompts import load_template
 from sws.run_dir import RunDir
 from sws.stage import Stage, run_stages
+from sws.stages import rate
 
 # The tables a later round takes from the round before instead of computing them.
 WIRED_TABLES = ("problems", "rollouts")
 STATUSES = ("new", "persisting", "resolved", "relapsed")
 STILL_WEAK = ("new", "persisting", "relapsed")
 VERDICT_SHARES = ("perfect", "acceptable", "bad", "unusable")
+REFERENCE = "reference"
 LEDGER_SCHEMA = {"round": pl.Int64, "problem_id": pl.Utf8, "category": pl.Utf8, "n_record": pl.Int64,
                  "weak": pl.Boolean, "evidence": pl.Utf8, "max_acc": pl.Float64, "slope": pl.Float64, "accuracy": pl.Float64,
                  "status": pl.Utf8}
@@ -176,22 +181,66 @@ def ledger_table(weakness_by_round: Sequence[pl.DataFrame], accuracy_by_round: S
     return pl.DataFrame(rows, schema=LEDGER_SCHEMA)
 
 
-def verdict_shares(verdicts: Sequence[str]) -> dict[str, float | None]:
-    """Shares of perfect, acceptable and bad among a round's judge verdicts; `unusable`: unparsed or cut off."""
+def verdict_shares(verdicts: Sequence[str], judges: Callable[[str], bool] = lambda name: True) -> dict[str, float | None]:
+    """Shares of perfect, acceptable and bad among the verdicts of the judges `judges` accepts (by name, as `rate`
+    names them: `<index>:<engine>/<model>`); `unusable`: unparsed or cut off."""
     counts = {name: 0 for name in VERDICT_SHARES}
     for verdict_lists in verdicts:
-        for judged in json.loads(verdict_lists).values():
-            for verdict in judged:
+        for judge, judged in json.loads(verdict_lists).items():
+            for verdict in judged if judges(judge) else ():
                 counts[verdict if verdict in counts else "unusable"] += 1
     total = sum(counts.values())
     return {name: count / total if total else None for name, count in counts.items()}
+
+
+def self_judges(cfg: PipelineConfig) -> Callable[[str], bool]:
+    """Whether a judge (by its name in `rated.verdicts`) is the policy itself (`model: policy`)."""
+    own = {str(index) for index, judge in enumerate(cfg.roles.judges or []) if names_policy(judge)}
+    return lambda name: name.split(":", 1)[0] in own
+
+
+def records_rounds(cfg: PipelineConfig) -> bool:
+    """Whether `sws run` keeps the ledger and the per-round numbers: several rounds, a role played by the policy
+    (self-evolving), or a reference judge to measure the judges against."""
+    teachers = [cfg.roles.extractor, cfg.roles.generator, *(cfg.roles.judges or []), cfg.roles.labeler]
+    return (cfg.rounds.n > 1 or cfg.rounds.reference_judge is not None
+            or any(role is not None and names_policy(role) for role in teachers))
+
+
+def rate_with_reference(cfg: PipelineConfig, round_dir: Path, force: bool = False) -> StageResult | None:
+    """`rounds.reference_judge` rates the round's generated problems as `rate` asks its judges
+    (`reference_rated.parquet`); its verdicts decide nothing, they measure the round's judges."""
+    judge = cfg.rounds.reference_judge
+    if judge is None:
+        return None
+    round_dir = Path(round_dir)
+    synth = cfg.synthesize
+    template = load_template("rate", synth.prompt_dir)
+
+    def body() -> StageResult:
+        synthetic = read_table(round_dir, "synthetic")
+        ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
+        prompts = [template.render({"problem": problem}) for problem in problems]
+        judged = rate.judge_all(cfg, executor_for(cfg, round_dir), judge, REFERENCE, ids, problems,
+                                prompts) if problems else []
+        verdicts = [json.dumps({REFERENCE: [rate.verdict_label(judgement) for judgement in judgements]})
+                    for judgements, _ in judged]
+        write_table(round_dir, "reference_rated", pl.DataFrame({"syn_id": ids, "verdicts": verdicts},
+                                                               schema={"syn_id": pl.Utf8, "verdicts": pl.Utf8}))
+        return StageResult("rounds_reference", rows={"reference_rated": len(ids)})
+
+    settings = {"seed": cfg.seed, "judge": judge.model_dump(mode="json"), "ratings_per_judge": synth.ratings_per_judge,
+                "rate_retries": synth.rate_retries, "prompt": template.digest}
+    here = RunDir(round_dir)
+    return run_stage(round_dir, "rounds_reference", config=settings, inputs=[here.table("synthetic")],
+                     outputs=[here.table("reference_rated")], body=body, force=force)
 
 
 def optional_table(path: Path) -> pl.DataFrame | None:
     return read_parquet(path) if path.exists() else None
 
 
-def round_row(run_dir: RunDir, number: int, ledger: pl.DataFrame) -> dict[str, Any]:
+def round_row(cfg: PipelineConfig, run_dir: RunDir, number: int, ledger: pl.DataFrame) -> dict[str, Any]:
     """One row of `rounds_summary.parquet` (see the module's docstring)."""
     in_round = ledger.filter(pl.col("round") == number)
     counts = {f"n_{status}": int((in_round["status"] == status).sum()) for status in STATUSES}
@@ -200,7 +249,10 @@ def round_row(run_dir: RunDir, number: int, ledger: pl.DataFrame) -> dict[str, A
     resolved_share = float((earlier_now["status"] == "resolved").mean()) if earlier_now.height else None
     frames = [frame for frame in (optional_table(run_dir.table("rated")), optional_table(run_dir.rejected("rated")))
               if frame is not None]
-    shares = verdict_shares([v for frame in frames for v in frame["verdicts"].to_list()])
+    verdicts = [verdict for frame in frames for verdict in frame["verdicts"].to_list()]
+    policy_judge = self_judges(cfg)
+    shares = verdict_shares(verdicts, lambda name: not policy_judge(name))
+    own_shares = verdict_shares(verdicts, policy_judge)
     scored = [frame.select("n", "n_correct") for frame in (optional_table(run_dir.table("filtered")),
                                                           optional_table(run_dir.rejected("filtered")))
               if frame is not None and {"n", "n_correct"} <= set(frame.columns)]
@@ -217,6 +269,7 @@ def round_row(run_dir: RunDir, number: int, ledger: pl.DataFrame) -> dict[str, A
         **{f"weak_solved_{name}": summary.get(f"weak_solved_{name}", {}).get("overall")
            for name in ("initial", "baseline", "augmented")},
         **{f"judge_{name}": share for name, share in shares.items()},
+        **{f"self_{name}": share for name, share in own_shares.items()},
         **{f"reference_{name}": reference_shares.get(name) for name in VERDICT_SHARES},
         "all_solved_share": float((sampled["n_correct"] == sampled["n"]).mean()) if sampled.height else None,
     }
@@ -234,13 +287,14 @@ def update_ledger(cfg: PipelineConfig, run_dir: Path, rounds_done: int, force: b
         weakness = [read_table(here.root, "weakness") for here in rounds]
         accuracy = [evaluated_accuracy(optional_table(here.table("eval/problems"))) for here in rounds]
         ledger = ledger_table(weakness, accuracy, cfg.identify)
-        per_round = pl.DataFrame([round_row(here, number, ledger) for number, here in enumerate(rounds, 1)])
+        per_round = pl.DataFrame([round_row(cfg, here, number, ledger) for number, here in enumerate(rounds, 1)])
         write_table(run.root, "ledger", ledger)
         write_table(run.root, "rounds_summary", per_round)
         return StageResult("rounds_ledger", rows={"ledger": ledger.height, "rounds_summary": per_round.height})
 
-    return run_stage(run.root, "rounds_ledger", config={"rounds": rounds_done, "identify": cfg.identify.model_dump(mode="json")},
-                     inputs=inputs,
+    settings = {"rounds": rounds_done, "identify": cfg.identify.model_dump(mode="json"),
+                "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges or []]}
+    return run_stage(run.root, "rounds_ledger", config=settings, inputs=inputs,
                      outputs=[run.ledger, run.table("rounds_summary")], body=body, force=force)
 
 
@@ -266,4 +320,7 @@ DECLARED = (
     Stage("rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", update_ledger,
           reads=("weakness", "eval/problems"), writes=("ledger", "rounds_summary"), section="rounds",
           command="sws run PIPELINE --rounds N", in_run=False),
+    Stage("rounds_reference", "A fixed judge rates the round's generated problems, to measure its judges.",
+          rate_with_reference, reads=("synthetic",), writes=("reference_rated",), section="rounds",
+          uses_executor=True, command="sws run PIPELINE --rounds N", in_run=False),
 )
