@@ -161,3 +161,26 @@ def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> N
     assert "sws filter" in found["Difficulty band: accuracy of the initial policy on the labeled synthetic problems"]
     assert "sws eval" in found["Evaluation: Pass@1 (greedy) and Avg@k"]
     assert "sws train initial" in found["Training curves"]
+
+
+def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp_path: Path) -> None:
+    report.run(PipelineConfig(), tmp_path)
+    assert "No ledger here" in sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
+    write_table(tmp_path, "ledger", pl.DataFrame({
+        "round": [1, 1, 2, 2, 2], "problem_id": ["a", "b", "a", "b", "c"],
+        "weak": [True, True, False, True, True], "max_acc": [0.0] * 5, "slope": [0.0] * 5,
+        "accuracy": [0.5, 0.0, 1.0, 0.0, None], "status": ["new", "new", "resolved", "persisting", "new"]}))
+    write_table(tmp_path, "rounds_summary", pl.DataFrame({
+        "round": [1, 2], "n_weak": [2, 2], "n_kept": [4, 3], "resolved_share": [None, 0.5],
+        "weak_solved_initial": [0.1, 0.2], "weak_solved_baseline": [0.2, 0.3], "weak_solved_augmented": [0.3, 0.4]}))
+    second = RunDir(tmp_path).round(2).root
+    write_table(second, "eval/weakness", pl.DataFrame({
+        "checkpoint": ["initial", "augmented"], "category": ["overall"] * 2, "n_weak": [2, 2], "n_solved": [0, 1],
+        "solved": [0.0, 0.5]}))
+    report.run(PipelineConfig(), tmp_path)  # the ledger is an input: the report is written again
+    body = sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
+    assert len(re.findall(r'src="data:image/png;base64,', body)) == 2
+    assert "<td>new</td><td>resolved</td><td>1</td>" in body  # a round-1 weak problem resolved in round 2
+    assert "<td>(not weak yet)</td><td>new</td><td>1</td>" in body
+    assert "<h3>Round 2" in body and "<td>0.500</td>" in body
+    assert "Ledger (5 rows" in body

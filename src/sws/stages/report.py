@@ -436,8 +436,8 @@ def rounds_section(page: Page) -> Section:
     title = "Rounds: weaknesses across rounds"
     per_round, ledger = page.table("rounds_summary"), page.table("ledger")
     if per_round is None or ledger is None:
-        return Section(title, paragraph("One round: `sws run PIPELINE --rounds N` runs more (round r > 1 in "
-                                        "rounds/<r>/).", "missing"))
+        return Section(title, paragraph("No ledger here: `sws run PIPELINE --rounds N` writes it in the run's own "
+                                        "folder (round r > 1 runs in rounds/<r>/).", "missing"))
     numbers = per_round["round"].to_list()
     figure, axes = new_figure(width=8)
     for column in ("weak_solved_initial", "weak_solved_baseline", "weak_solved_augmented", "resolved_share"):
