@@ -295,7 +295,7 @@ class RoundsConfig(Section):
 
     n: int = Field(1, ge=1)
     # A weak problem that was weak in the round before counts this many times in its category's budget share.
-    persist_weight: float = Field(1.0, ge=0)
+    persist_weight: float = Field(1.0, gt=0)
     stop_when: StopWhenConfig = Field(default_factory=StopWhenConfig)
     # A fixed judge that rates each round's generated problems beside `roles.judges`, to measure self-rating.
     reference_judge: EngineConfig | None = None

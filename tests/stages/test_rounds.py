@@ -45,6 +45,8 @@ def test_rounds_n_in_a_pipeline_file_is_short_for_the_section() -> None:
     assert (cfg.rounds.n, cfg.rounds.persist_weight, cfg.rounds.stop_when.min_kept) == (2, 2.0, 5)
     with pytest.raises(UserError, match="rounds"):
         parse_config({"rounds": 0}, "test")
+    with pytest.raises(UserError, match="persist_weight"):  # 0 would leave a budget of nothing to share
+        parse_config({"rounds": {"persist_weight": 0}}, "test")
 
 
 def test_status_follows_each_weak_problem_across_rounds() -> None:
