@@ -43,6 +43,7 @@ from sws.executors import executor_for
 from sws.prompts import load_template
 from sws.run_dir import RunDir
 from sws.stage import Stage, run_stages
+from sws.stages import eval as eval_stage
 from sws.stages import rate
 
 # The tables a later round takes from the round before instead of computing them.
@@ -257,7 +258,7 @@ def round_row(cfg: PipelineConfig, run_dir: RunDir, number: int, ledger: pl.Data
                                                           optional_table(run_dir.rejected("filtered")))
               if frame is not None and {"n", "n_correct"} <= set(frame.columns)]
     sampled = pl.concat(scored).filter(pl.col("n") > 0) if scored else pl.DataFrame()
-    summary = json.loads(run_dir.summary.read_text()) if run_dir.summary.is_file() else {}
+    summary = eval_stage.read_summary(run_dir.root) if run_dir.summary.is_file() else {}
     kept = optional_table(run_dir.table("filtered"))
     reference = optional_table(run_dir.table("reference_rated"))
     reference_shares = verdict_shares(reference["verdicts"].to_list()) if reference is not None else {}
