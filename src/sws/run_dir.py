@@ -88,6 +88,12 @@ class RunDir:
         return self if number == 1 else RunDir(self.root / "rounds" / str(number))
 
     @property
+    def round_of(self) -> RunDir | None:
+        """The run this folder is a later round of (`rounds/<r>/`), or None."""
+        folder = self.root.parent
+        return RunDir(folder.parent) if folder.name == "rounds" and self.root.name.isdigit() else None
+
+    @property
     def ledger(self) -> Path:
         """Every problem weak in any round, per round (`sws run --rounds N`)."""
         return self.table("ledger")

@@ -184,3 +184,6 @@ def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp
     assert "<td>(not weak yet)</td><td>new</td><td>1</td>" in body
     assert "<h3>Round 2" in body and "<td>0.500</td>" in body
     assert "Ledger (5 rows" in body
+    report.run(PipelineConfig(), second)
+    own = sections(RunDir(second).report.read_text())["Rounds: weaknesses across rounds"]
+    assert f"This is round 2 of {tmp_path}" in own and str(RunDir(tmp_path).report) in own

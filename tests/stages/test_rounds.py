@@ -122,6 +122,7 @@ def test_a_later_round_takes_the_augmented_set_log_and_policy_of_the_round_befor
     rounds.wire_round(PipelineConfig(), tmp_path, 2)
     second = RunDir(tmp_path).round(2)
     assert second.root == tmp_path / "rounds" / "2"
+    assert second.round_of == RunDir(tmp_path) and RunDir(tmp_path).round_of is None
     assert read_table(second.root, "problems")["problem_id"].to_list() == ["a", "b", "s"]
     assert read_table(second.root, "rollouts")["problem_id"].to_list() == ["a", "s"]
     assert read_table(second.root, "prior_weak")["problem_id"].to_list() == ["a"]

@@ -436,6 +436,10 @@ def rounds_section(page: Page) -> Section:
     title = "Rounds: weaknesses across rounds"
     per_round, ledger = page.table("rounds_summary"), page.table("ledger")
     if per_round is None or ledger is None:
+        run = RunDir(page.run_dir).round_of
+        if run is not None:
+            return Section(title, paragraph(f"This is round {Path(page.run_dir).name} of {run.root}; the rounds "
+                                            f"side by side and the weakness ledger are in {run.report}."))
         return Section(title, paragraph("No ledger here: `sws run PIPELINE --rounds N` writes it in the run's own "
                                         "folder (round r > 1 runs in rounds/<r>/).", "missing"))
     numbers = per_round["round"].to_list()
