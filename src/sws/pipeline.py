@@ -4,7 +4,8 @@ The world's setup steps first (arith: bootstrap policy → seed set; the math wo
 `prepare.input`), then the declared stages (`sws.stage`): prepare → train initial → identify → synthesize →
 filter → mix → export verl → train augmented and baseline (side by side on a CPU with two cores) → eval →
 report. The run ends with the headline: the share of the previously weak problems each policy solves, per
-category.
+category. With `rounds.n` > 1 (`--rounds N`) the same stages run again for each later round in `rounds/<r>/`,
+on inputs wired from the round before (`sws.stages.rounds`), and the run keeps the weakness ledger.
 """
 
 from __future__ import annotations
