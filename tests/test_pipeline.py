@@ -35,6 +35,23 @@ def test_shipped_pipelines_are_valid(name: str) -> None:
     load_config(PIPELINES / name)
 
 
+def test_the_self_evolving_preset_has_the_policy_play_every_teacher_role_with_the_band_filter_on() -> None:
+    cfg = load_config(PIPELINES / "self-evolving-math.yaml")
+    teachers = [cfg.roles.extractor, cfg.roles.generator, *cfg.roles.judges, cfg.roles.labeler]
+    assert {(role.engine, role.model) for role in teachers} == {("vllm", "policy")}
+    assert cfg.filter.band == (0.25, 0.75)
+    assert cfg.rounds.n > 1 and cfg.rounds.reference_judge is not None
+
+
+def later_steps(tmp_path: Path) -> list[str]:
+    return [step.name for step in pipeline.later_round_steps(tmp_path, 2)]
+
+
+def test_a_later_round_wires_its_inputs_then_runs_the_stages_from_identify_on(tmp_path: Path) -> None:
+    assert later_steps(tmp_path) == ["round 2 inputs", "identify", "synthesize", "filter", "mix", "export verl",
+                                     "train augmented and baseline", "eval", "report"]
+
+
 def summary() -> dict:
     return {
         "weak_solved_initial": {"overall": 0.1, "per_category": {"addition": 0.2, "remainders": 0.0}},
@@ -116,3 +133,32 @@ def test_seed_set_draws_only_the_configured_categories(tmp_path: Path) -> None:
     lines = RunDir(tmp_path).seed_file("arith").read_text().splitlines()
     assert len(lines) == 30
     assert {json.loads(line)["category"] for line in lines} == {"addition", "subtraction", "multiplication"}
+
+
+def test_the_rounds_option_sets_rounds_n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = {}
+    monkeypatch.setattr(pipeline, "run", lambda cfg, run_dir, force=False, source=None: seen.update(n=cfg.rounds.n))
+    monkeypatch.setattr(pipeline, "print_headline", lambda run_dir: None)
+    result = CliRunner().invoke(app, ["run", str(PIPELINES / "quick.yaml"), "--run", str(tmp_path / "run"),
+                                      "--rounds", "3"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"n": 3}
+    assert CliRunner().invoke(app, ["run", str(PIPELINES / "quick.yaml"), "--run", str(tmp_path / "run"),
+                                    "--rounds", "0"]).exit_code == 2
+
+
+def test_the_rounds_table_prints_each_rounds_statuses(tmp_path: Path) -> None:
+    import polars as pl
+
+    from sws.artifacts import write_table
+
+    write_table(tmp_path, "rounds_summary", pl.DataFrame({
+        "round": [1, 2], "n_weak": [10, 6], "n_new": [10, 2], "n_persisting": [0, 4], "n_resolved": [0, 6],
+        "n_relapsed": [0, 0], "resolved_share": [None, 0.6], "n_kept": [5, 4], "weak_solved_baseline": [0.3, 0.2],
+        "weak_solved_augmented": [0.4, 0.5]}))
+    console = Console(file=io.StringIO(), width=200)
+    pipeline.print_rounds(tmp_path, console)
+    text = console.file.getvalue()
+    assert "60.0%" in text and "│     2 │" in text.replace("┃", "│")
+    pipeline.print_rounds(tmp_path / "elsewhere", console)  # one round: nothing more
+    assert console.file.getvalue() == text

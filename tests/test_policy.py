@@ -18,3 +18,10 @@ def test_an_empty_policy_model_means_the_runs_initial_checkpoint(tmp_path: Path)
 def test_a_named_policy_model_is_taken_as_it_is(tmp_path: Path) -> None:
     cfg = PipelineConfig.model_validate({"roles": {"policy": {"engine": "hf", "model": "some/model"}}})
     assert policy_role(cfg, tmp_path).model == "some/model"
+
+
+
+def test_model_policy_means_the_rounds_policy_checkpoint_too(tmp_path: Path) -> None:
+    RunDir(tmp_path).initial_checkpoint.mkdir(parents=True)
+    cfg = PipelineConfig.model_validate({"roles": {"policy": {"engine": "hf", "model": "policy"}}})
+    assert policy_role(cfg, tmp_path).model == str(RunDir(tmp_path).initial_checkpoint)

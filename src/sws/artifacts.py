@@ -85,6 +85,12 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "checkpoint": STR, "eval_set": STR, "category": STR, "n": INT, "pass1": FLOAT, "avg_k": FLOAT,
     },
     "eval/weakness": {"checkpoint": STR, "category": STR, "n_weak": INT, "n_solved": INT, "solved": FLOAT},
+    # `sws run --rounds N` (sws.stages.rounds).
+    "prior_weak": {"problem_id": STR},
+    "ledger": {"round": INT, "problem_id": STR, "weak": BOOL, "max_acc": FLOAT, "slope": FLOAT, "accuracy": FLOAT,
+               "status": STR},
+    "rounds_summary": {"round": INT, "n_weak": INT, "n_kept": INT},
+    "reference_rated": {"syn_id": STR, "verdicts": STR},
 }
 
 # Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own

@@ -316,12 +316,13 @@ def sample(
     config: PipelineOpt = None,
 ) -> None:
     """Send one prompt to a role's engine and print its completions: check a model or server before a long run."""
+    from sws.current_policy import resolved
     from sws.engines import Request, make_engine
     from sws.policy import policy_role
     from sws.prompts import chat
 
     cfg = load_run_config(run, config, {})
-    role_cfg = policy_role(cfg, run) if role == "policy" else role_config(cfg, role)
+    role_cfg = policy_role(cfg, run) if role == "policy" else resolved(role_config(cfg, role), run, f"roles.{role}.model")
     text = get_world(cfg.world).policy_prompt(prompt) if role == "policy" else {"messages": chat(prompt)}
     request = Request(**text, n=n, temperature=role_cfg.temperature, top_p=role_cfg.top_p,
                       max_tokens=max_tokens or role_cfg.max_tokens, seed=seed)
@@ -360,15 +361,19 @@ def run_pipeline(
     seed: Annotated[int | None, typer.Option(help="Override the pipeline's seed.")] = None,
     executor: ExecutorOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Rerun every stage, even those already done.")] = False,
+    rounds: Annotated[int | None, typer.Option(
+        "--rounds", min=1, help="Rounds of the method (default: rounds.n of the pipeline, 1); round r > 1 lives in "
+        "RUN/rounds/<r>/ and identifies weaknesses from round r - 1's augmented training.")] = None,
 ) -> None:
     """Run every stage of a pipeline in order, skipping those already done; print the headline."""
     from sws import pipeline as runner
 
     check_run_dir(run)
     with run_lock(run):
-        cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor})
+        cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor, "rounds.n": rounds})
         runner.run(cfg, run, force=force, source=pipeline)
     runner.print_headline(run)
+    runner.print_rounds(run)
 
 
 def declared_command(stage: Stage) -> None:

@@ -336,7 +336,8 @@ class ExecutorConfig(Section):
     # `auto`: the cluster `ray start --head` started on this machine or that RAY_ADDRESS names; `local`: a
     # private one for this command; `host:port`: the head node's GCS address.
     address: str = "auto"
-    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy", "auditor"], RoleResources] = Field(
+    roles: dict[Literal["extractor", "generator", "judges", "labeler", "policy", "auditor", "categorizer"],
+                RoleResources] = Field(
         default_factory=dict)
 
 
@@ -375,6 +376,27 @@ class Price(Section):
     output: float = Field(0.0, ge=0)
 
 
+class StopWhenConfig(Section):
+    """`rounds.stop_when`: end the loop after a round when the share of earlier weak problems it resolved is no
+    higher than the round before's (`resolved_stops_rising`), or when its synthesis kept (after the band filter)
+    fewer than `min_kept` problems."""
+
+    resolved_stops_rising: bool = False
+    min_kept: int = Field(0, ge=0)
+
+
+class RoundsConfig(Section):
+    """`sws run --rounds N`: round r + 1 identifies the weak problems of round r's augmented training log and
+    trains on from its augmented checkpoint. `rounds: N` in a pipeline file is short for `rounds: {n: N}`."""
+
+    n: int = Field(1, ge=1)
+    # A weak problem that was weak in the round before counts this many times in its category's budget share.
+    persist_weight: float = Field(1.0, gt=0)
+    stop_when: StopWhenConfig = Field(default_factory=StopWhenConfig)
+    # A fixed judge that rates each round's generated problems beside `roles.judges`, to measure self-rating.
+    reference_judge: EngineConfig | None = None
+
+
 class PipelineConfig(Section):
     # numpy, torch and the trainers take seeds of different widths; every one of them takes 32 bits.
     seed: int = Field(0, ge=0, lt=2**32)
@@ -395,10 +417,17 @@ class PipelineConfig(Section):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
-    # Per role (extractor, generator, judges, labeler, auditor, policy): the price of its tokens, which turns the
+    # Per role (extractor, generator, judges, labeler, auditor, categorizer, policy): the price of its tokens, which turns the
     # token counts of the manifests, funnel and report into money. A role left out is not priced.
-    pricing: dict[Literal["extractor", "generator", "judges", "labeler", "auditor", "policy"], Price] = Field(
-        default_factory=dict)
+    pricing: dict[Literal["extractor", "generator", "judges", "labeler", "auditor", "categorizer", "policy"],
+                  Price] = Field(default_factory=dict)
+    rounds: RoundsConfig = Field(default_factory=RoundsConfig)
+
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _rounds_count(cls, rounds: Any) -> Any:
+        """`rounds: N` is `rounds: {n: N}`."""
+        return {"n": rounds} if isinstance(rounds, int) and not isinstance(rounds, bool) else rounds
 
     @model_validator(mode="before")
     @classmethod
@@ -474,13 +503,14 @@ def role_config(cfg: PipelineConfig, role: str) -> EngineConfig:
     """The engine config of a role named as in the pipeline YAML: `generator`, `policy`, `judges.1`, ..."""
     name, _, index = role.partition(".")
     roles = cfg.roles
-    if name in TEACHER_ROLES or (name == "auditor" and not index):
+    if name in TEACHER_ROLES or (name in ("auditor", "categorizer") and not index):
         require_roles(cfg, [name], "the pipeline config")
     names = ["extractor", "generator", *(f"judges.{i}" for i in range(len(roles.judges or []))), "labeler",
-             *(["auditor"] if roles.auditor is not None else []), "policy"]
+             *(["auditor"] if roles.auditor is not None else []),
+             *(["categorizer"] if roles.categorizer is not None else []), "policy"]
     if name == "judges" and index.isdigit() and int(index) < len(roles.judges):
         return roles.judges[int(index)]
-    if name in ("extractor", "generator", "labeler", "auditor", "policy") and not index:
+    if name in ("extractor", "generator", "labeler", "auditor", "categorizer", "policy") and not index:
         return getattr(roles, name)
     raise UserError(
         f"role '{role}' is not in the pipeline config (section 'roles'); "

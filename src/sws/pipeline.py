@@ -4,7 +4,8 @@ The world's setup steps first (arith: bootstrap policy → seed set; the math wo
 `prepare.input`), then the declared stages (`sws.stage`): prepare → train initial → identify → synthesize →
 filter → mix → export verl → train augmented and baseline (side by side on a CPU with two cores) → eval →
 report. The run ends with the headline: the share of the previously weak problems each policy solves, per
-category.
+category. With `rounds.n` > 1 (`--rounds N`) the same stages run again for each later round in `rounds/<r>/`,
+on inputs wired from the round before (`sws.stages.rounds`), and the run keeps the weakness ledger.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from rich.console import Console
 from rich.table import Table
 
 from sws import preflight, ui
+from sws.artifacts import read_table
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
-from sws.stage import run_stages, synthesis_steps
+from sws.stage import get_stage, run_stages, synthesis_steps
 from sws.stages import eval as eval_stage
+from sws.stages import rounds
 from sws.world import PipelineStep, get_world
 
 
@@ -38,21 +41,50 @@ def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
             *(PipelineStep(stage.title or stage.name, stage.run) for stage in run_stages())]
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | str | None = None) -> None:
-    """Run every step in order; a step whose manifest is current is skipped (all rerun with `force`).
+def later_round_steps(run_dir: Path, number: int) -> list[PipelineStep]:
+    """Round `number` > 1 of run `run_dir`: its inputs from the round before, then the same stages as round 1 but
+    those that write what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
+    wire = PipelineStep(f"round {number} inputs",
+                        lambda cfg, _round_dir, force: rounds.wire_round(cfg, run_dir, number, force))
+    return [wire, *(PipelineStep(stage.title or stage.name, stage.run) for stage in rounds.later_round_stages())]
 
-    Every check that needs no model runs first; `config.yaml` is written after each step that succeeds.
-    """
-    preflight.check(cfg, "run", source or "pipeline", [stage.name for stage in synthesis_steps()])
-    cfg = with_seed_input(cfg, run_dir)
-    steps = pipeline_steps(cfg)
-    started = time.perf_counter()
+
+def run_steps(cfg: PipelineConfig, run_dir: Path, steps: list[PipelineStep], force: bool, label: str = "") -> None:
+    """Each step in order (skipped by its stage when its manifest is current); `config.yaml` after each success."""
     for number, step in enumerate(steps, 1):
-        ui.info(f"[bold]── {number}/{len(steps)} {step.name}[/bold]")
+        ui.info(f"[bold]── {label}{number}/{len(steps)} {step.name}[/bold]")
         step_started = time.perf_counter()
         step.run(cfg, Path(run_dir), force)
         save_run_config(run_dir, cfg)
         ui.info(f"{step.name}: {time.perf_counter() - step_started:.1f} s")
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | str | None = None) -> None:
+    """Run every step in order; a step whose manifest is current is skipped (all rerun with `force`).
+
+    Every check that needs no model runs first; `config.yaml` is written after each step that succeeds. With
+    `rounds.n` > 1, each later round runs in `rounds/<r>/` after the ledger of the rounds before is written, until
+    `rounds.stop_when` ends the loop; the run's report is then written again with every round.
+    """
+    preflight.check(cfg, "run", source or "pipeline", [stage.name for stage in synthesis_steps()])
+    cfg = with_seed_input(cfg, run_dir)
+    started = time.perf_counter()
+    n_rounds = cfg.rounds.n
+    run_steps(cfg, run_dir, pipeline_steps(cfg), force, "round 1: " if n_rounds > 1 else "")
+    if rounds.records_rounds(cfg):
+        later = rounds.later_round_config(cfg)
+        rounds.rate_with_reference(cfg, run_dir, force)
+        rounds.update_ledger(cfg, run_dir, 1, force)
+        for number in range(2, n_rounds + 1):
+            reason = rounds.stop_reason(cfg, run_dir)
+            if reason:
+                ui.info(f"rounds: stopping before round {number}: {reason}")
+                break
+            round_dir = RunDir(run_dir).round(number).root
+            run_steps(later, round_dir, later_round_steps(run_dir, number), force, f"round {number}: ")
+            rounds.rate_with_reference(later, round_dir, force)
+            rounds.update_ledger(cfg, run_dir, number, force)
+        get_stage("report").run(cfg, Path(run_dir), force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
 
 
@@ -94,3 +126,20 @@ def print_headline(run_dir: Path, console: Console | None = None) -> None:
         console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
                       + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))
     console.print(f"report: {RunDir(run_dir).report}")
+
+
+def print_rounds(run_dir: Path, console: Console | None = None) -> None:
+    """With `sws run --rounds N`: per round, weak problems by ledger status and the headline."""
+    path = RunDir(run_dir).table("rounds_summary")
+    if not path.exists():
+        return
+    per_round = read_table(run_dir, "rounds_summary")
+    table = Table(title="Rounds (ledger.parquet: every problem weak in any round)")
+    columns = ["round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
+               "weak_solved_baseline", "weak_solved_augmented"]
+    for column in columns:
+        table.add_column(column.removeprefix("n_").replace("weak_solved_", "solved "), justify="right")
+    for row in per_round.iter_rows(named=True):
+        table.add_row(*("–" if row[column] is None else f"{row[column]:.1%}" if isinstance(row[column], float)
+                        else str(row[column]) for column in columns))
+    (console or Console()).print(table)

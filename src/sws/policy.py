@@ -8,25 +8,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sws.config import EngineConfig, PipelineConfig
+from sws.current_policy import current_policy, names_policy
 from sws.engines.base import Completion, Request
-from sws.errors import UserError
 from sws.executors import executor_for
 from sws.grading import Verdict
 from sws.llm_calls import request_seed
-from sws.run_dir import RunDir
 from sws.world import get_world
 
 
 def policy_role(cfg: PipelineConfig, run_dir: Path) -> EngineConfig:
-    """roles.policy, an empty model meaning the run's initial checkpoint (which must exist)."""
+    """roles.policy, an empty model (or `policy`) meaning the round's policy checkpoint (which must exist)."""
     role = cfg.roles.policy
-    if role.model:
+    if role.model and not names_policy(role):
         return role
-    checkpoint = RunDir(run_dir).initial_checkpoint
-    if not checkpoint.is_dir():
-        raise UserError(f"{checkpoint}: not found (roles.policy.model is empty, which means this checkpoint); "
-                        f"run `sws train initial --run {run_dir}` first or set roles.policy.model")
-    return role.model_copy(update={"model": str(checkpoint)})
+    why = "roles.policy.model: policy" if role.model else "roles.policy.model is empty, which"
+    return role.model_copy(update={"model": str(current_policy(run_dir, "roles.policy.model", why))})
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,23 @@ class RunDir:
     def report(self) -> Path:
         return self.root / "report.html"
 
+    def round(self, number: int) -> RunDir:
+        """Round `number` of `sws run --rounds N`: round 1 is the run itself, a later round `rounds/<number>/`."""
+        if number < 1:
+            raise ValueError(f"rounds count from 1, not {number}")
+        return self if number == 1 else RunDir(self.root / "rounds" / str(number))
+
+    @property
+    def round_of(self) -> RunDir | None:
+        """The run this folder is a later round of (`rounds/<r>/`), or None."""
+        folder = self.root.parent
+        return RunDir(folder.parent) if folder.name == "rounds" and self.root.name.isdigit() else None
+
+    @property
+    def ledger(self) -> Path:
+        """Every problem weak in any round, per round (`sws run --rounds N`)."""
+        return self.table("ledger")
+
 
 def _link_out(link: Path, target: Path) -> UserError:
     return UserError(f"{link}: a symbolic link out of the run directory (to {target}); sws writes only inside "

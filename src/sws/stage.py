@@ -23,6 +23,7 @@ from typing import Any
 STAGE_MODULES = (
     "prepare", "ingest", "train:DECLARED_INITIAL", "identify", "extract", "combine", "generate", "rate", "label",
     "audit", "synthesize", "score", "filter", "select", "mix", "export", "train:DECLARED_CONTINUATIONS", "eval", "report",
+    "rounds",
 )
 
 

@@ -147,6 +147,18 @@ def test_category_table_fail_ratios_and_shares() -> None:
     assert table["share"].to_list() == pytest.approx([0.75, 0.25, 0.0])
 
 
+def test_persisting_weak_problems_weigh_persist_weight_times_in_the_share() -> None:
+    problems = problems_table({"a1": "algebra", "a2": "algebra", "g1": "geometry", "g2": "geometry"})
+    weakness = weakness_table(problems, rollouts_table({"a1": [0.0], "a2": [1.0], "g1": [0.0], "g2": [1.0]}),
+                              IdentifyConfig())
+    prior_weak = pl.Series(["a1", "a2", "g2"])  # a1 still weak; a2 and g2 no longer
+    table = identify.category_table(weakness, prior_weak, persist_weight=3.0)
+    assert table["n_persisting"].to_list() == [1, 0]
+    assert table["fail_ratio"].to_list() == pytest.approx([0.5, 0.5])
+    assert table["share"].to_list() == pytest.approx([0.75, 0.25])  # (0.5 + 2 * 0.5) : 0.5
+    assert identify.category_table(weakness, prior_weak)["share"].to_list() == pytest.approx([0.5, 0.5])
+
+
 def test_a_category_never_rolled_out_has_fail_ratio_zero() -> None:
     problems = problems_table({"a": "algebra", "b": "geometry"})
     weakness = weakness_table(problems, rollouts_table({"a": [0.0]}), IdentifyConfig())

@@ -228,3 +228,29 @@ def test_the_audit_and_the_tokens_of_each_step_are_reported(tmp_path: Path) -> N
     assert "<td>audit</td><td>auditor</td><td>500</td><td>50</td><td>1</td><td>–</td>" in used
     assert "<td>total</td><td></td><td>1500</td><td>250</td><td>3</td><td>0.004</td>" in used
     assert "875 tokens, $0.002 per filtered problem (2 kept)" in used
+
+
+def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp_path: Path) -> None:
+    report.run(PipelineConfig(), tmp_path)
+    assert "No ledger here" in sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
+    write_table(tmp_path, "ledger", pl.DataFrame({
+        "round": [1, 1, 2, 2, 2], "problem_id": ["a", "b", "a", "b", "c"],
+        "weak": [True, True, False, True, True], "max_acc": [0.0] * 5, "slope": [0.0] * 5,
+        "accuracy": [0.5, 0.0, 1.0, 0.0, None], "status": ["new", "new", "resolved", "persisting", "new"]}))
+    write_table(tmp_path, "rounds_summary", pl.DataFrame({
+        "round": [1, 2], "n_weak": [2, 2], "n_kept": [4, 3], "resolved_share": [None, 0.5],
+        "weak_solved_initial": [0.1, 0.2], "weak_solved_baseline": [0.2, 0.3], "weak_solved_augmented": [0.3, 0.4]}))
+    second = RunDir(tmp_path).round(2).root
+    write_table(second, "eval/weakness", pl.DataFrame({
+        "checkpoint": ["initial", "augmented"], "category": ["overall"] * 2, "n_weak": [2, 2], "n_solved": [0, 1],
+        "solved": [0.0, 0.5]}))
+    report.run(PipelineConfig(), tmp_path)  # the ledger is an input: the report is written again
+    body = sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
+    assert len(re.findall(r'src="data:image/png;base64,', body)) == 2
+    assert "<td>new</td><td>resolved</td><td>1</td>" in body  # a round-1 weak problem resolved in round 2
+    assert "<td>(not weak yet)</td><td>new</td><td>1</td>" in body
+    assert "<h3>Round 2" in body and "<td>0.500</td>" in body
+    assert "Ledger (5 rows" in body
+    report.run(PipelineConfig(), second)
+    own = sections(RunDir(second).report.read_text())["Rounds: weaknesses across rounds"]
+    assert f"This is round 2 of {tmp_path}" in own and str(RunDir(tmp_path).report) in own

@@ -19,6 +19,7 @@ from typing import Any
 
 from sws import tokens, ui
 from sws.config import EngineConfig, PipelineConfig
+from sws.current_policy import resolved
 from sws.engines.base import Completion, Request
 from sws.engines.cache import cache_identity
 from sws.executors.shards import Shard, plan_shards, read_completions, shards_dir
@@ -41,6 +42,7 @@ class Executor:
     def stream(self, role_name: str, role: EngineConfig, requests: Iterable[Request], shard_size: int,
                description: str) -> Iterator[list[Completion]]:
         """`complete` for requests that come one at a time: one shard of them, or of answers, in memory."""
+        role = resolved(role, self.run_dir, f"roles.{role_name}.model")
         folder = shards_dir(self.run_dir)
         shards = plan_shards(folder, cache_identity(role), requests, shard_size)
         pending = [shard for shard in shards if not shard.done]

@@ -2,7 +2,7 @@
 
 Reads `problems.parquet` and `rollouts.parquet`; writes `weakness.parquet` (every problem: `accs` = n_correct / n
 ordered by step, `n_record`, `max_acc`, `slope` = OLS slope of accs against 0..n_record-1, `weak`),
-`categories.parquet` (`n_problems, n_rolled_out, n_weak, fail_ratio, share`) and two plots under `plots/`.
+`categories.parquet` (`n_problems, n_rolled_out, n_weak, n_persisting, fail_ratio, share`) and two plots under `plots/`.
 A problem never rolled out has no accuracies (`max_acc`, `slope` null) and is not weak; one record gives slope 0.
 The fail ratio is n_weak / n_rolled_out: problems the rollout log never saw cannot be weak, so counting them
 would shift the budget away from categories the log covers only in part.
@@ -113,24 +113,35 @@ def weakness_table(problems: pl.DataFrame, stats: pl.DataFrame, rule: IdentifyCo
     )
 
 
-def category_table(weakness: pl.DataFrame) -> pl.DataFrame:
+def category_table(weakness: pl.DataFrame, prior_weak: pl.Series | None = None,
+                   persist_weight: float = 1.0) -> pl.DataFrame:
     """Per category: problems, problems rolled out, weak ones, fail ratio (of the rolled-out problems) and share
-    (0 everywhere if none weak)."""
+    (0 everywhere if none weak).
+
+    `prior_weak` (a later round of `sws run --rounds N`: the round before's weak problems) marks the weak problems
+    that persist (`n_persisting`); each counts `persist_weight` times in its category's share.
+    """
+    persisting = pl.col("weak") & pl.col("problem_id").is_in(
+        (prior_weak if prior_weak is not None else pl.Series([], dtype=pl.Utf8)).implode())
     per_category = (
         weakness.group_by("category")
         .agg(
             n_problems=pl.len().cast(pl.Int64),
             n_rolled_out=(pl.col("n_record") > 0).sum().cast(pl.Int64),
             n_weak=pl.col("weak").sum().cast(pl.Int64),
+            n_persisting=persisting.sum().cast(pl.Int64),
         )
         .sort("category")
         .with_columns(fail_ratio=pl.when(pl.col("n_rolled_out") > 0)
                       .then(pl.col("n_weak") / pl.col("n_rolled_out")).otherwise(0.0))
     )
-    total = per_category["fail_ratio"].sum()
-    share = pl.col("fail_ratio") / total if total > 0 else pl.lit(0.0)
+    weighted = (pl.col("fail_ratio") + pl.when(pl.col("n_rolled_out") > 0).then(
+        (persist_weight - 1) * pl.col("n_persisting") / pl.col("n_rolled_out")).otherwise(0.0))
+    per_category = per_category.with_columns(weighted=weighted)
+    total = per_category["weighted"].sum()
+    share = pl.col("weighted") / total if total > 0 else pl.lit(0.0)
     return per_category.with_columns(share=share).select(
-        "category", "n_problems", "n_rolled_out", "n_weak", "fail_ratio", "share"
+        "category", "n_problems", "n_rolled_out", "n_weak", "n_persisting", "fail_ratio", "share"
     )
 
 
@@ -166,6 +177,8 @@ def print_summary(categories: pl.DataFrame) -> None:
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
     problems_path, rollouts_path = table_path(run_dir, "problems"), table_path(run_dir, "rollouts")
+    # Only in a later round of `sws run --rounds N`: the round before's weak problems.
+    prior_weak_path = table_path(run_dir, "prior_weak")
     outputs = {
         "weakness": table_path(run_dir, "weakness"),
         "categories": table_path(run_dir, "categories"),
@@ -195,7 +208,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
             ui.info(f"{STAGE}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
                     "the row before them (n and n_correct summed)")
         weakness = weakness_table(problems, stats, cfg.identify)
-        categories = category_table(weakness)
+        prior_weak = read_table(run_dir, "prior_weak")["problem_id"] if prior_weak_path.exists() else None
+        categories = category_table(weakness, prior_weak, cfg.rounds.persist_weight)
         figures = {"trajectories": trajectory_figure(weakness, cfg.seed), "fail_ratios": fail_ratio_figure(categories)}
         write_table(run_dir, "weakness", weakness)
         write_table(run_dir, "categories", categories)
@@ -207,10 +221,12 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         return StageResult(STAGE, rows={"weakness": weakness.height, "categories": categories.height},
                            info={"n_weak": n_weak, "n_rollouts": rollouts.height, "n_merged_rows": n_merged})
 
+    settings = {"identify": cfg.identify.model_dump(mode="json"), "seed": cfg.seed}
+    if prior_weak_path.exists():
+        settings["persist_weight"] = cfg.rounds.persist_weight
     result = run_stage(
-        run_dir, STAGE,
-        config={"identify": cfg.identify.model_dump(mode="json"), "seed": cfg.seed},
-        inputs=[problems_path, rollouts_path], outputs=list(outputs.values()), body=body, force=force,
+        run_dir, STAGE, config=settings,
+        inputs=[problems_path, rollouts_path, *([prior_weak_path] if prior_weak_path.exists() else [])], outputs=list(outputs.values()), body=body, force=force,
     )
     print_summary(read_table(run_dir, "categories"))
     return result

@@ -107,13 +107,13 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_ro
     for index, judge in enumerate(cfg.roles.judges if problems else []):
         name = judge_name(index, judge)
         for by_problem, (judgements, answered) in zip(
-            judged, _judge_all(cfg, executor, judge, name, ids, problems, prompts), strict=True
+            judged, judge_all(cfg, executor, judge, name, ids, problems, prompts), strict=True
         ):
             by_problem[name] = judgements
             completions.extend(answered)
     kept, rejected = [], []
     for row, by_judge in zip(synthetic.iter_rows(named=True), judged, strict=True):
-        verdicts = {name: [_verdict(j) for j in judgements] for name, judgements in by_judge.items()}
+        verdicts = {name: [verdict_label(j) for j in judgements] for name, judgements in by_judge.items()}
         reasoning = {name: [j.analysis if isinstance(j, Judgement) else "" for j in judgements]
                      for name, judgements in by_judge.items()}
         every = [verdict for judged_by_one in verdicts.values() for verdict in judged_by_one]
@@ -132,11 +132,11 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_ro
                               pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}), completions)
 
 
-def _verdict(judgement: Judgement | str) -> str:
+def verdict_label(judgement: Judgement | str) -> str:
     return judgement.verdict if isinstance(judgement, Judgement) else judgement
 
 
-def _judge_all(
+def judge_all(
     cfg: PipelineConfig, executor: Executor, judge: EngineConfig, name: str, ids: list[str], problems: list[str],
     prompts: list[str],
 ) -> list[tuple[list[Judgement | str], list[Completion]]]:

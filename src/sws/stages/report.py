@@ -516,10 +516,74 @@ def audit_section(page: Page) -> Section:
     return Section(title, body)
 
 
+def rounds_section(page: Page) -> Section:
+    """`sws run --rounds N`: the headline across rounds, each round's numbers, and the weakness ledger."""
+    from sws.stages import rounds
+
+    title = "Rounds: weaknesses across rounds"
+    per_round, ledger = page.table("rounds_summary"), page.table("ledger")
+    if per_round is None or ledger is None:
+        run = RunDir(page.run_dir).round_of
+        if run is not None:
+            return Section(title, paragraph(f"This is round {Path(page.run_dir).name} of {run.root}; the rounds "
+                                            f"side by side and the weakness ledger are in {run.report}."))
+        return Section(title, paragraph("No ledger here: `sws run PIPELINE --rounds N` writes it in the run's own "
+                                        "folder (round r > 1 runs in rounds/<r>/).", "missing"))
+    numbers = per_round["round"].to_list()
+    figure, axes = new_figure(width=8)
+    for column in ("weak_solved_initial", "weak_solved_baseline", "weak_solved_augmented", "resolved_share"):
+        axes.plot(numbers, per_round[column].cast(pl.Float64).to_list(), marker="o", label=column)
+    axes.set_xticks(numbers)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("round")
+    axes.set_title("Each round's weak problems solved (greedy), and the share of earlier weak problems resolved")
+    axes.legend(fontsize=8)
+    headline = page.figure(figure, "rounds_headline")
+    counts = ledger.group_by("round", "status").len().pivot(on="status", index="round", values="len").fill_null(0)
+    statuses = [status for status in rounds.STATUSES if status in counts.columns]
+    counts = counts.sort("round").select("round", *statuses)
+    figure, axes = new_figure(width=8)
+    bottom = [0] * counts.height
+    for status in statuses:
+        axes.bar(counts["round"].to_list(), counts[status].to_list(), bottom=bottom, label=status)
+        bottom = [low + count for low, count in zip(bottom, counts[status].to_list(), strict=True)]
+    axes.set_xticks(counts["round"].to_list())
+    axes.set_xlabel("round")
+    axes.set_ylabel("problems weak in this or an earlier round")
+    axes.set_title("Weakness ledger: status of every weak problem, round by round")
+    axes.legend(fontsize=8)
+    previous = ledger.select(pl.col("round") + 1, "problem_id", pl.col("status").alias("before"))
+    flow = (ledger.join(previous, on=["round", "problem_id"], how="left")
+            .with_columns(pl.col("before").fill_null("(not weak yet)"))
+            .group_by("round", "before", "status").len().sort("round", "before", "status"))
+    body = (paragraph("Round 1 is this run; round r > 1 (rounds/<r>/) identified the weak problems of round r − 1's "
+                      "augmented training log, synthesized for them, and trained on from round r − 1's augmented "
+                      "policy; its baseline trained as long from the same policy on round r − 1's augmented set. "
+                      "weak_solved_*: the share of the round's own weak problems each policy solves; judge_*: the "
+                      "round's judge verdicts (reference_*: the fixed judge's, when one is set); all_solved_share: "
+                      "the share of band-filter problems the policy solved in every rollout.")
+            + headline + html_table(per_round) + page.figure(figure, "rounds_ledger_flow")
+            + "<h3>Flow: each weak problem's status after its status the round before</h3>" + html_table(flow))
+    for number in numbers[1:]:
+        folder = RunDir(page.run_dir).round(number)
+        solved = read_table(folder.root, "eval/weakness") if folder.table("eval/weakness").exists() else None
+        body += f"<h3>Round {number} ({html.escape(str(folder.root))})</h3>"
+        body += (html_table(solved.pivot(on="checkpoint", index="category", values="solved", sort_columns=False))
+                 if solved is not None else paragraph("Not evaluated yet.", "missing"))
+        body += paragraph(f"Its own report: {folder.report}")
+    shown = ledger.sort("round", "problem_id").head(MAX_LEDGER_ROWS)
+    body += (f"<h3>Ledger ({ledger.height} rows; ledger.parquet"
+             + (f", the first {MAX_LEDGER_ROWS} here" if ledger.height > MAX_LEDGER_ROWS else "") + ")</h3>")
+    return Section(title, body + html_table(shown))
+
+
+MAX_LEDGER_ROWS = 300
+
+
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
     judges_section, band_section, training_section, evaluation_section, benchmarks_section, mitigation_section,
-    contamination_section, teachability_section, environment_section,
+    contamination_section, teachability_section, rounds_section, environment_section,
 )
 
 
@@ -530,6 +594,7 @@ def input_files(cfg: PipelineConfig, run_dir: Path) -> list[Path]:
     files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
     files += [Path(run_dir) / "manifests" / f"{step}.json"
               for step in dict.fromkeys([*funnel_steps(), *model_call_stages(cfg)])]
+    files += [table_path(run_dir, name) for name in ("ledger", "rounds_summary")]
     return [path for path in files if path.exists()]
 
 
