@@ -141,7 +141,7 @@ def next_status(weak: bool | None, history: Sequence[str]) -> str:
 
 def low_accuracy(accuracy: float, rule: IdentifyConfig) -> bool:
     """identify's accuracy threshold, applied to one accuracy."""
-    return accuracy < rule.max_acc if rule.strict else accuracy <= rule.max_acc
+    return accuracy < rule.max_acc if rule.strict_max_acc else accuracy <= rule.max_acc
 
 
 def ledger_table(weakness_by_round: Sequence[pl.DataFrame], accuracy_by_round: Sequence[pl.DataFrame],
