@@ -94,8 +94,8 @@ class CachedEngine(Engine):
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
                 self._db.execute(_SCHEMA)
-            _add_finish_reason_column(self._db)
-            _add_prompt_tokens_column(self._db)
+            _add_column(self._db, "finish_reason", "TEXT")
+            _add_column(self._db, "prompt_tokens", "INTEGER NOT NULL DEFAULT 0")
 
     @property
     def hit_rate(self) -> float:
@@ -187,26 +187,14 @@ def _damage_reported(path: Path) -> Iterator[None]:
         raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
-def _add_finish_reason_column(db: sqlite3.Connection) -> None:
-    """Upgrade a cache written before finish_reason was recorded; its old rows stay NULL (asked again)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(completions)")}
-    if "finish_reason" in columns:
+def _add_column(db: sqlite3.Connection, name: str, declaration: str) -> None:
+    """Upgrade a cache written before column `name` was recorded (finish_reason: old rows stay NULL and are asked
+    again; prompt_tokens: old rows count 0)."""
+    if name in {row[1] for row in db.execute("PRAGMA table_info(completions)")}:
         return
     try:
         with db:
-            db.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
-    except sqlite3.OperationalError as exc:  # another process added it first
-        if "duplicate column" not in str(exc):
-            raise
-
-
-def _add_prompt_tokens_column(db: sqlite3.Connection) -> None:
-    """Upgrade a cache written before prompt tokens were recorded; its old rows count 0 prompt tokens."""
-    if "prompt_tokens" in {row[1] for row in db.execute("PRAGMA table_info(completions)")}:
-        return
-    try:
-        with db:
-            db.execute("ALTER TABLE completions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0")
+            db.execute(f"ALTER TABLE completions ADD COLUMN {name} {declaration}")
     except sqlite3.OperationalError as exc:  # another process added it first
         if "duplicate column" not in str(exc):
             raise
