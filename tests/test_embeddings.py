@@ -18,7 +18,8 @@ def test_default_model_embeds_offline_normalised_and_meaningfully(tmp_path: Path
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
 
 
-def test_cached_texts_are_not_embedded_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def counting_model(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Make the embedder a model whose vector is (length, 1, 0); returns the list of the batches it is asked."""
     calls: list[list[str]] = []
 
     class CountingModel:
@@ -27,6 +28,11 @@ def test_cached_texts_are_not_embedded_again(tmp_path: Path, monkeypatch: pytest
             return np.array([[len(text), 1.0, 0.0] for text in texts])
 
     monkeypatch.setattr(embeddings, "load_model", lambda name: CountingModel())
+    return calls
+
+
+def test_cached_texts_are_not_embedded_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = counting_model(monkeypatch)
     config = EmbedderConfig(model="counting")
     first = embeddings.embed_texts(["ab", "abcd"], config, tmp_path)
     second = embeddings.embed_texts(["abcd", "xyz", "ab"], config, tmp_path)
@@ -51,14 +57,7 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_chunks_match_embed_texts_and_a_cached_chunk_is_not_embedded_again(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-
-    class CountingModel:
-        def encode(self, texts: list[str], **_: object) -> np.ndarray:
-            calls.append(list(texts))
-            return np.array([[len(text), 1.0, 0.0] for text in texts])
-
-    monkeypatch.setattr(embeddings, "load_model", lambda name: CountingModel())
+    calls = counting_model(monkeypatch)
     config = EmbedderConfig(model="counting")
     texts = [f"problem {'x' * index}" for index in range(7)]
     first = list(embeddings.embed_in_chunks(texts, config, tmp_path / "chunks", chunk_size=3))
