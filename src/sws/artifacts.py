@@ -84,7 +84,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "eval/benchmarks": {
         "checkpoint": STR, "eval_set": STR, "category": STR, "n": INT, "pass1": FLOAT, "avg_k": FLOAT,
     },
-    "eval/weakness": {"checkpoint": STR, "category": STR, "n_weak": INT, "n_solved": INT, "solved": FLOAT},
+    "eval/weakness": {"checkpoint": STR, "category": STR, "n_weak": INT, "n_solved": INT, "solved": FLOAT,
+                      "avg_k": FLOAT},
     # `sws run --rounds N` (sws.stages.rounds).
     "prior_weak": {"problem_id": STR},
     "ledger": {"round": INT, "problem_id": STR, "weak": BOOL, "max_acc": FLOAT, "slope": FLOAT, "accuracy": FLOAT,

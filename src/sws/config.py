@@ -312,6 +312,9 @@ class EvalConfig(Section):
     # The seed set under every checkpoint gives each training set's teachability in the report.
     seed_set: bool = True
     k: int = Field(8, ge=1)
+    # Samples per weak problem: the weak set is small and fixed, so its Avg@k needs more samples than a
+    # benchmark's to measure a policy to about a point.
+    weak_k: int = Field(32, ge=1)
     temperature: float = Field(1.0, gt=0)
     max_tokens: int = Field(32, ge=1)
     # Requests per shard: a crash loses at most one shard (the request cache keeps the rest).

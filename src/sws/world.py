@@ -92,9 +92,10 @@ class World:
         never a problem of `seed_problems`; None when the world has no set of that name."""
         return None
 
-    def weak_like_set(self, cfg: Any, problems: Any, weakness: Any) -> Any | None:
+    def weak_like_set(self, cfg: Any, problems: Any, weakness: Any, exclude: set[str]) -> Any | None:
         """Fresh problems like the run's weak ones (their families, say), if the world can make them: they tell a
-        learned skill from learned problems. None: it cannot."""
+        learned skill from learned problems. None of them may have a `problem_key` in `exclude` (every problem a
+        checkpoint trains on). None: the world cannot make such problems."""
         return None
 
     def eval_identity(self, cfg: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 import json
+import statistics
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +12,7 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stages import eval as eval_stage
 from sws.worlds.arith import generate_problems
+from sws.worlds.arith.settings import ArithSettings
 
 N_PER_CATEGORY = 3
 
@@ -75,7 +77,7 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
     use_engines(monkeypatch, {str(RunDir(run_dir).checkpoint("initial")): ScriptedEngine(respond)})
     cfg = PipelineConfig.model_validate({
         "roles": {"policy": {"engine": "oracle", "model": ""}},
-        "eval": {"k": 2, "benchmarks": [], "seed_set": False, "checkpoints": ["initial"]},
+        "eval": {"k": 2, "weak_k": 2, "benchmarks": [], "seed_set": False, "checkpoints": ["initial"]},
         "grading": {"workers": 1, "deadline_s": 0.5},
     })
 
@@ -149,21 +151,26 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
     assert all(0.0 <= summary[f"weak_solved_{name}"]["overall"] <= 1.0 for name in ("initial", "augmented"))
 
 
-def test_arith_weak_problems_get_fresh_problems_of_their_families(run_dir: Path) -> None:
+def test_arith_weak_problems_get_fresh_problems_of_their_families_in_turn(run_dir: Path) -> None:
     problems = read_table(run_dir, "problems")
     families = [p.family for p in generate_problems(12, seed=0, categories=["addition", "remainders", "precedence"])]
     write_table(run_dir, "problems", problems.with_columns(pl.Series("family", families)))
+    cfg = oracle_policy_config().model_copy(update={"world_settings": ArithSettings(n_weak_like=20)})
 
-    eval_stage.run(oracle_policy_config(), run_dir)
+    eval_stage.run(cfg, run_dir)
 
     per_problem = read_table(run_dir, "eval/problems").filter(pl.col("checkpoint") == "initial")
     like = per_problem.filter(pl.col("eval_set") == "weak_like")
     weak = per_problem.filter(pl.col("eval_set") == "weak")
-    assert sorted(like["problem_id"]) == sorted(f"like-{problem_id}" for problem_id in weak["problem_id"])
-    assert like.sort("problem_id")["category"].to_list() == weak.sort("problem_id")["category"].to_list()
+    assert like.height == 20 and like["problem"].n_unique() == 20
+    weak_category = dict(weak.select("problem_id", "category").iter_rows())
+    drawn_for = like["problem_id"].str.extract(r"^like-\d+-(.+)$")
+    assert [weak_category[problem_id] for problem_id in drawn_for] == like["category"].to_list()
+    assert sorted(drawn_for.value_counts()["count"].unique()) == [2, 3]  # 8 weak problems in turn: 20 = 4·3 + 4·2
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_like_solved_augmented"] == {"overall": 1.0,
                                                      "per_category": {"precedence": 1.0, "remainders": 1.0}}
+    assert summary["held_out"]["weak_like"] == {"n": 20, "overlap": 0}
 
 
 def benchmark_file(path: Path, problems: list[tuple[str, str]]) -> Path:
@@ -253,3 +260,21 @@ def test_base_is_the_init_model_and_gets_its_own_row(run_dir: Path) -> None:
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert list(summary["benchmarks"]) == ["base", "initial"]
     assert summary["benchmarks"]["base"]["average"] == {"pass1": 1.0, "avg_k": 1.0}
+
+
+def test_standard_errors_are_over_problems_and_paired_for_the_difference() -> None:
+    def rows(checkpoint: str, greedy: list[bool], right: list[int]) -> pl.DataFrame:
+        return pl.DataFrame({"checkpoint": checkpoint, "eval_set": "weak", "problem_id": [f"p{i}" for i in range(4)],
+                             "greedy_correct": greedy, "n": [4] * 4, "n_correct": right})
+
+    per_problem = pl.concat([rows("baseline", [True, False, False, True], [4, 0, 1, 3]),
+                             rows("augmented", [True, True, False, True], [4, 1, 2, 4])])
+
+    errors = eval_stage.standard_errors(per_problem, ["baseline", "augmented"])["standard_errors"]["weak"]
+
+    assert errors["baseline"]["pass1"] == pytest.approx(statistics.stdev([1, 0, 0, 1]) / 2)
+    assert errors["baseline"]["avg_k"] == pytest.approx(statistics.stdev([1, 0, 0.25, 0.75]) / 2)
+    # augmented − baseline per problem: greedy 0, 1, 0, 0 and sampled 0, .25, .25, .25
+    assert errors[eval_stage.DIFFERENCE]["pass1"] == pytest.approx(statistics.stdev([0, 1, 0, 0]) / 2)
+    assert errors[eval_stage.DIFFERENCE]["avg_k"] == pytest.approx(statistics.stdev([0, 0.25, 0.25, 0.25]) / 2)
+    assert "weak_like" not in eval_stage.standard_errors(per_problem, ["baseline"])["standard_errors"]

@@ -243,7 +243,7 @@ def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp
     second = RunDir(tmp_path).round(2).root
     write_table(second, "eval/weakness", pl.DataFrame({
         "checkpoint": ["initial", "augmented"], "category": ["overall"] * 2, "n_weak": [2, 2], "n_solved": [0, 1],
-        "solved": [0.0, 0.5]}))
+        "solved": [0.0, 0.5], "avg_k": [0.1, 0.4]}))
     report.run(PipelineConfig(), tmp_path)  # the ledger is an input: the report is written again
     body = sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
     assert len(re.findall(r'src="data:image/png;base64,', body)) == 2

@@ -51,6 +51,12 @@ WEAK_LIKE_SET = "weak_like"
 HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
 SEED_SET = "seed"
 OVERALL = "overall"
+# Per set of the headline: the summary.json prefixes of its greedy share and its share over k samples; each
+# `<prefix>_<checkpoint>` holds {overall, per_category}.
+SET_SHARES = {WEAK_SET: ("weak_solved", "weak_avg_k"), WEAK_LIKE_SET: ("weak_like_solved", "weak_like_avg_k")}
+SHARE_PREFIXES = tuple(f"{prefix}_" for prefixes in SET_SHARES.values() for prefix in prefixes)
+# The paired difference `standard_errors` gives besides each checkpoint's.
+DIFFERENCE = "augmented − baseline"
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     if not isinstance(summary, dict):
         raise UserError(f"{path}: expected a JSON object; {rerun}")
     for key, value in summary.items():
-        if key.startswith(("weak_solved_", "weak_like_solved_")) and not _is_shares(value):
+        if key.startswith(SHARE_PREFIXES) and not _is_shares(value):
             raise UserError(f"{path}: field '{key}' is not {{overall: share, per_category: {{category: share}}}} "
                             f"with shares as numbers from 0 to 1; {rerun}")
     environment = summary.get("environment", {})
@@ -221,12 +227,16 @@ def with_overall(per_category: pl.DataFrame, aggregations: list[pl.Expr], keys: 
         [checkpoint_rank, *other_keys, pl.col("category") == OVERALL, "category"])
 
 
+# The share of graded samples that are right (Avg@k), over the rows of a group.
+AVG_K = pl.when(pl.col("n").sum() > 0).then(pl.col("n_correct").sum() / pl.col("n").sum()).alias("avg_k")
+
+
 def benchmark_table(per_problem: pl.DataFrame) -> pl.DataFrame:
     """Pass@1 (greedy) and Avg@k per checkpoint, evaluation set and category, over the graded answers."""
     aggregations = [
         pl.len().cast(pl.Int64).alias("n"),
         pl.col("greedy_correct").mean().alias("pass1"),
-        pl.when(pl.col("n").sum() > 0).then(pl.col("n_correct").sum() / pl.col("n").sum()).alias("avg_k"),
+        AVG_K,
     ]
     return with_overall(per_problem.filter(pl.col("eval_set") != WEAK_SET), aggregations,
                         ["checkpoint", "eval_set"])
@@ -239,23 +249,27 @@ def weakness_table(per_problem: pl.DataFrame) -> pl.DataFrame:
         pl.len().cast(pl.Int64).alias("n_weak"),
         pl.col("greedy_correct").sum().cast(pl.Int64).alias("n_solved"),
         pl.col("greedy_correct").mean().alias("solved"),
+        AVG_K,
     ]
     return with_overall(per_problem.filter(pl.col("eval_set") == WEAK_SET), aggregations, ["checkpoint"])
 
 
 def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataFrame,
             ungraded: dict[str, int]) -> dict[str, Any]:
-    """`weak_solved_<checkpoint>`: {"overall": share, "per_category": {category: share}} for each checkpoint,
-    `n_weak`, and `ungraded`: {checkpoint: answers whose grading ran out of time}. With no weak problems the
-    shares are None: there is nothing to mitigate. In the arith world also `weak_like_solved_<checkpoint>`, the
-    same shares on fresh problems of the weak problems' families."""
-    weak_like = benchmarks.filter(pl.col("eval_set") == WEAK_LIKE_SET).rename({"pass1": "solved"})
-    tables = [("weak_solved", weakness), *([("weak_like_solved", weak_like)] if weak_like.height else [])]
+    """`weak_solved_<checkpoint>`: {"overall": share, "per_category": {category: share}} for each checkpoint (the
+    greedy answer), `weak_avg_k_<checkpoint>` the same over the k samples, `n_weak`, and `ungraded`:
+    {checkpoint: answers whose grading ran out of time}. With no weak problems the shares are None: there is
+    nothing to mitigate. In the arith world also `weak_like_solved_<checkpoint>` and `weak_like_avg_k_<checkpoint>`,
+    the same shares on fresh problems of the weak problems' families."""
+    weak_like = benchmarks.filter(pl.col("eval_set") == WEAK_LIKE_SET)
+    tables = [("weak_solved", weakness, "solved"), ("weak_avg_k", weakness, "avg_k"),
+              *([("weak_like_solved", weak_like, "pass1"), ("weak_like_avg_k", weak_like, "avg_k")]
+                if weak_like.height else [])]
     result: dict[str, Any] = {}
-    for prefix, table in tables:
+    for prefix, table, column in tables:
         for checkpoint in checkpoints:
             rows = table.filter(pl.col("checkpoint") == checkpoint)
-            shares = dict(zip(rows["category"], rows["solved"], strict=True))
+            shares = dict(zip(rows["category"], rows[column], strict=True))
             result[f"{prefix}_{checkpoint}"] = {
                 "overall": shares.pop(OVERALL, None),
                 "per_category": dict(sorted(shares.items())),
@@ -264,6 +278,39 @@ def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataF
     result["n_weak"] = int(overall["n_weak"][0]) if overall.height else 0
     result["ungraded"] = {checkpoint: ungraded.get(checkpoint, 0) for checkpoint in checkpoints}
     return result
+
+
+def per_problem_scores(per_problem: pl.DataFrame, eval_set: str, checkpoint: str) -> pl.DataFrame:
+    """`problem_id, pass1, avg_k` of one checkpoint on one set: the greedy verdict and the share of right samples
+    (null where ungraded)."""
+    return per_problem.filter((pl.col("eval_set") == eval_set) & (pl.col("checkpoint") == checkpoint)).select(
+        "problem_id", pl.col("greedy_correct").cast(pl.Float64).alias("pass1"),
+        pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("avg_k"))
+
+
+def mean_error(values: pl.Series) -> float | None:
+    """The standard error of the mean of the non-null values (sample sd / √n); None with fewer than two."""
+    values = values.drop_nulls()
+    return None if values.len() < 2 else float(values.std()) / math.sqrt(values.len())
+
+
+def standard_errors(per_problem: pl.DataFrame, checkpoints: list[str]) -> dict[str, Any]:
+    """`standard_errors`: {set: {checkpoint or DIFFERENCE: {pass1, avg_k}}} for the weak problems and `weak_like`,
+    in shares. A checkpoint's is the error of its mean over the set's problems; the difference's is paired,
+    problem by problem, as both policies answer the same problems."""
+    result: dict[str, Any] = {}
+    for eval_set in SET_SHARES:
+        scores = {checkpoint: per_problem_scores(per_problem, eval_set, checkpoint) for checkpoint in checkpoints}
+        if not any(table.height for table in scores.values()):
+            continue
+        errors = {checkpoint: {measure: mean_error(table[measure]) for measure in ("pass1", "avg_k")}
+                  for checkpoint, table in scores.items()}
+        if {"augmented", "baseline"} <= set(scores):
+            paired = scores["augmented"].join(scores["baseline"], on="problem_id", suffix="_baseline")
+            errors[DIFFERENCE] = {
+                measure: mean_error(paired[measure] - paired[f"{measure}_baseline"]) for measure in ("pass1", "avg_k")}
+        result[eval_set] = errors
+    return {"standard_errors": result} if result else {}
 
 
 def benchmark_summary(benchmarks: pl.DataFrame, sets: list[EvalSet]) -> dict[str, Any]:
@@ -305,8 +352,8 @@ def evaluation_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[list[EvalSet], 
     training = held_out.training_problems(run_dir)
     world = get_world(cfg.world)
     sets = [*heldout_sets(cfg, run_dir, problems, training),
-            EvalSet(WEAK_SET, weak_problems(problems, weakness), cfg.eval.k)]
-    weak_like = world.weak_like_set(cfg, problems, weakness)
+            EvalSet(WEAK_SET, weak_problems(problems, weakness), cfg.eval.weak_k)]
+    weak_like = world.weak_like_set(cfg, problems, weakness, set(training["key"]))
     if weak_like is not None:
         sets.append(EvalSet(WEAK_LIKE_SET, held_out.without_training(weak_like, training), cfg.eval.k,
                             held_out=True))
@@ -357,6 +404,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_table(run_dir, "eval/weakness", weakness_solved)
         headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem))
         headline |= benchmark_summary(benchmarks, [eval_set for eval_set in sets if eval_set.benchmark])
+        headline |= standard_errors(per_problem, list(checkpoints))
         headline |= held_out_summary(per_problem, [eval_set.name for eval_set in sets if eval_set.held_out], training)
         write_json(RunDir(run_dir).summary, {**headline, "environment": environment()})
         return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},

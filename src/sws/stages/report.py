@@ -391,7 +391,7 @@ def mitigation_section(page: Page) -> Section:
     axes.set_title("Previously weak problems each policy solves")
     axes.legend()
     body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
-    return Section(title, body + weak_like_table(page))
+    return Section(title, body + weak_like_table(page) + precision_table(page))
 
 
 def weak_like_table(page: Page) -> str:
@@ -401,9 +401,34 @@ def weak_like_table(page: Page) -> str:
     if like is None or like.height == 0:
         return ""
     wide = like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False)
-    return (paragraph("Fresh problems of the weak problems' families, one per weak problem: a policy that learned "
-                      "the skill solves more of them, one that learned only the weak problems does not.")
+    return (paragraph("Fresh problems of the weak problems' families (arith.n_weak_like, drawn over the weak "
+                      "problems in turn; none is a problem any checkpoint trained on): a policy that learned the "
+                      "skill solves more of them, one that learned only the weak problems does not.")
             + html_table(wide))
+
+
+def precision_table(page: Page) -> str:
+    """Each headline share, greedy and over k samples, with its standard error (summary.json)."""
+    if not RunDir(page.run_dir).summary.is_file():
+        return ""
+    summary = eval_stage.read_summary(page.run_dir)
+
+    def share(prefix: str, name: str) -> float | None:
+        if name != eval_stage.DIFFERENCE:
+            return summary.get(f"{prefix}_{name}", {}).get("overall")
+        augmented, baseline = share(prefix, "augmented"), share(prefix, "baseline")
+        return None if augmented is None or baseline is None else augmented - baseline
+
+    rows = [{"set": eval_set, "policy": name, "greedy": share(greedy, name), "greedy SE": error["pass1"],
+             "avg@k": share(sampled, name), "avg@k SE": error["avg_k"]}
+            for eval_set, (greedy, sampled) in eval_stage.SET_SHARES.items()
+            for name, error in summary.get("standard_errors", {}).get(eval_set, {}).items()]
+    if not rows:
+        return ""
+    return (paragraph("Precision of one run: each share with its standard error over the set's problems; the "
+                      "difference's is paired, problem by problem. Differences between seeds are larger "
+                      "(`sws compare`).")
+            + html_table(pl.DataFrame(rows)))
 
 
 def accuracy_sets(page: Page) -> pl.DataFrame:

@@ -1,6 +1,7 @@
 import polars as pl
 
 from sws.config import PipelineConfig
+from sws.near_duplicates import problem_key
 from sws.world import get_world
 from sws.worlds.arith import generate_problems, solve
 
@@ -30,18 +31,42 @@ def test_a_set_the_world_does_not_have_is_none() -> None:
 def test_fresh_problems_of_the_weak_families_are_new_and_correctly_answered() -> None:
     problems = seed_frame(generate_problems(40, seed=3, categories=["multi_step"]))
     weakness = pl.DataFrame({"problem_id": problems["problem_id"], "weak": [True] * 40})
+    cfg = PipelineConfig.model_validate({"seed": 5, "arith": {"n_weak_like": 100}})
 
-    like = ARITH.weak_like_set(PipelineConfig(seed=5), problems, weakness)
+    like = ARITH.weak_like_set(cfg, problems, weakness, set())
 
-    assert like.height == 40 and like["problem"].n_unique() == 40
+    assert like.height == 100 and like["problem"].n_unique() == 100
     assert not set(like["problem"]) & set(problems["problem"])
     assert all(solve(text).answer == answer for text, answer in like.select("problem", "answer").iter_rows())
+
+
+def test_fresh_problems_leave_out_every_problem_given_to_exclude() -> None:
+    problems = seed_frame(generate_problems(10, seed=3, categories=["addition"], levels=["easy"]))
+    weakness = pl.DataFrame({"problem_id": problems["problem_id"], "weak": [True] * 10})
+    cfg = PipelineConfig.model_validate({"seed": 5, "arith": {"n_weak_like": 30}})
+    first = ARITH.weak_like_set(cfg, problems, weakness, set())
+
+    excluded = {problem_key(text) for text in first["problem"][:10]}
+    again = ARITH.weak_like_set(cfg, problems, weakness, excluded)
+
+    assert again.height == 30 and not {problem_key(text) for text in again["problem"]} & excluded
+
+
+def test_a_family_that_runs_out_of_fresh_problems_stops_giving_them() -> None:
+    problems = seed_frame(generate_problems(4, seed=3, categories=["addition"], levels=["easy"]))
+    weakness = pl.DataFrame({"problem_id": problems["problem_id"], "weak": [True] * 4})
+    cfg = PipelineConfig.model_validate({"seed": 5, "arith": {"n_weak_like": 5000}})
+
+    like = ARITH.weak_like_set(cfg, problems, weakness, set())
+
+    # one-digit additions: 81 problems in all, less the seed problems of that family
+    assert 0 < like.height <= 81 and like["problem"].n_unique() == like.height
 
 
 def test_without_families_there_are_no_fresh_problems_like_the_weak_ones() -> None:
     problems = seed_frame(generate_problems(4, seed=3)).drop("family")
     weakness = pl.DataFrame({"problem_id": problems["problem_id"], "weak": [True] * 4})
-    assert ARITH.weak_like_set(PipelineConfig(), problems, weakness) is None
+    assert ARITH.weak_like_set(PipelineConfig(), problems, weakness, set()) is None
 
 
 def test_the_policy_reads_the_raw_problem_text() -> None:

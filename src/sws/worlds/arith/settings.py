@@ -16,6 +16,9 @@ class ArithSettings(Section):
     seed_categories: list[str] | None = Field(None, min_length=1)
     seed_levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     n_eval_per_category: int = Field(50, ge=1)
+    # Fresh problems of the weak problems' families (`weak_like`), drawn over the weak problems in turn: enough
+    # that one run measures a family-level skill to about a point and a half.
+    n_weak_like: int = Field(1200, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
     bootstrap_steps: int = Field(1200, ge=1)
     # Share of the warm start's carrying additions and borrowing subtractions answered with a column

@@ -12,6 +12,7 @@ import polars as pl
 from sws import ui
 from sws.artifacts import StageResult, run_stage
 from sws.config import PipelineConfig
+from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
 from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
@@ -23,7 +24,7 @@ SEED_SET_STAGE = "seed_set"
 # Held-out problems come from seed streams the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
 WEAK_LIKE_SEED_OFFSET = 104729
-# Draws per weak problem to find a problem of its family that is in neither the seed set nor this set.
+# Draws per weak problem to find a problem of its family that is no seed or training problem and not yet drawn.
 FRESH_DRAWS = 50
 
 
@@ -101,28 +102,40 @@ class ArithWorld(World):
                       "category": category} for i, p in enumerate(fresh)]
         return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
 
-    def weak_like_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame
-                      ) -> pl.DataFrame | None:
-        """For every weak problem, a fresh problem of its family (same shape, level and concepts)."""
+    def weak_like_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame,
+                      exclude: set[str]) -> pl.DataFrame | None:
+        """`arith.n_weak_like` fresh problems of the weak problems' families (same shape, level and concepts),
+        one per weak problem in turn, so a family gets a share as large as its share of the weak problems. None
+        is the text (`problem_key`) of a seed problem or of `exclude`."""
         if "family" not in problems.columns:
             return None
         families = {family.name: family for family in FAMILIES}
         weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
         rng = random.Random(cfg.seed + WEAK_LIKE_SEED_OFFSET)
-        taken = set(problems["problem"])
-        rows = []
-        for problem_id, family_name in weak.select("problem_id", "family").iter_rows():
-            candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
-            fresh = next((candidate for candidate in candidates if candidate.problem not in taken), None)
-            if fresh is None:
-                continue
-            taken.add(fresh.problem)
-            rows.append({"problem_id": f"like-{problem_id}", "problem": fresh.problem, "answer": fresh.answer,
-                         "category": fresh.category})
+        taken = exclude | {problem_key(text) for text in problems["problem"]}
+        wanted = self.settings(cfg).n_weak_like
+        rows: list[dict[str, str]] = []
+        drawing = list(weak.select("problem_id", "family").iter_rows())
+        while drawing and len(rows) < wanted:
+            still_fresh = []  # weak problems whose family can still make a problem not yet taken
+            for problem_id, family_name in drawing:
+                if len(rows) == wanted:
+                    break
+                candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
+                fresh = next((candidate for candidate in candidates if problem_key(candidate.problem) not in taken),
+                             None)
+                if fresh is None:
+                    continue
+                still_fresh.append((problem_id, family_name))
+                taken.add(problem_key(fresh.problem))
+                rows.append({"problem_id": f"like-{len(rows)}-{problem_id}", "problem": fresh.problem,
+                             "answer": fresh.answer, "category": fresh.category})
+            drawing = still_fresh
         return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
-        return {"n_eval_per_category": self.settings(cfg).n_eval_per_category}
+        settings = self.settings(cfg)
+        return {"n_eval_per_category": settings.n_eval_per_category, "n_weak_like": settings.n_weak_like}
 
     def add_commands(self, group: Any, command: Any) -> None:
         from sws.worlds.arith.commands import add_commands
