@@ -87,9 +87,10 @@ class World:
         """The policy `sws train initial` starts from when `train.init_model` is empty; None: it must be set."""
         return None
 
-    def heldout_set(self, name: str, cfg: Any, seed_problems: Any) -> Any | None:
+    def heldout_set(self, name: str, cfg: Any, seed_problems: Any, exclude: set[str] = frozenset()) -> Any | None:
         """The world's own held-out set `name` of `eval.benchmarks` (problem_id, problem, answer, category),
-        never a problem of `seed_problems`; None when the world has no set of that name."""
+        never a problem of `seed_problems` nor one whose `problem_key` is in `exclude` (the training problems);
+        None when the world has no set of that name."""
         return None
 
     def weak_like_set(self, cfg: Any, problems: Any, weakness: Any, exclude: set[str]) -> Any | None:

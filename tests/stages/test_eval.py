@@ -202,7 +202,7 @@ def test_a_benchmark_file_with_its_own_k_is_summarised_with_the_average(tmp_path
     assert set(per_problem.filter(pl.col("eval_set") == "arith")["k"]) == {2}
 
 
-def test_held_out_sets_leave_out_every_problem_a_checkpoint_trained_on(run_dir: Path) -> None:
+def test_held_out_sets_replace_every_problem_a_checkpoint_trained_on(run_dir: Path) -> None:
     from sws.world import get_world
 
     cfg = oracle_policy_config()
@@ -216,7 +216,7 @@ def test_held_out_sets_leave_out_every_problem_a_checkpoint_trained_on(run_dir: 
     evaluated = read_table(run_dir, "eval/problems").filter(pl.col("eval_set") == "arith")
     assert not set(trained["problem"]) & set(evaluated["problem"])
     summary = json.loads(RunDir(run_dir).summary.read_text())
-    assert summary["held_out"]["arith"] == {"n": drawn.height - 2, "overlap": 0}
+    assert summary["held_out"]["arith"] == {"n": drawn.height, "overlap": 0}  # fresh problems replace them
 
 
 def test_a_benchmark_sharing_a_seed_problem_is_refused_before_a_missing_checkpoint(tmp_path: Path,

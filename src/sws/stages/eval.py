@@ -151,9 +151,10 @@ def heldout_sets(cfg: PipelineConfig, run_dir: Path, seed_problems: pl.DataFrame
     """`eval.benchmarks`: each a file, a set of the run's world (arith's fresh problems, less any training
     problem), else a shipped benchmark. A file or shipped set holding a training problem is a UserError."""
     world = get_world(cfg.world)
+    trained_on = set(training["key"])
     sets = []
     for entry in held_out.benchmark_entries(cfg):
-        drawn = None if entry.file is not None else world.heldout_set(entry.name, cfg, seed_problems)
+        drawn = None if entry.file is not None else world.heldout_set(entry.name, cfg, seed_problems, trained_on)
         if drawn is not None:
             problems = held_out.without_training(drawn, training)
         else:

@@ -24,6 +24,18 @@ def test_heldout_problems_are_fresh_and_cover_every_seed_category() -> None:
     assert heldout["problem_id"].n_unique() == 40
 
 
+def test_heldout_problems_replace_training_problems_and_keep_their_number() -> None:
+    seed = seed_frame(generate_problems(30, seed=0, categories=["addition"]))
+    cfg = PipelineConfig.model_validate({"seed": 1, "arith": {"n_eval_per_category": 20}})
+    first = ARITH.heldout_set("arith", cfg, seed)
+
+    trained_on = {problem_key(text) for text in first["problem"][:5]}
+    again = ARITH.heldout_set("arith", cfg, seed, trained_on)
+
+    assert again.height == 20 and not {problem_key(text) for text in again["problem"]} & trained_on
+    assert set(first["problem"][5:]) <= set(again["problem"])
+
+
 def test_a_set_the_world_does_not_have_is_none() -> None:
     assert ARITH.heldout_set("math500", PipelineConfig(), seed_frame(generate_problems(6, seed=0))) is None
 

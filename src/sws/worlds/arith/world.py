@@ -24,6 +24,8 @@ SEED_SET_STAGE = "seed_set"
 # Held-out problems come from seed streams the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
 WEAK_LIKE_SEED_OFFSET = 104729
+# Candidates drawn per held-out problem wanted: enough to replace those that are seed or training problems.
+HELDOUT_DRAWS = 4
 # Draws per weak problem to find a problem of its family that is no seed or training problem and not yet drawn.
 FRESH_DRAWS = 50
 
@@ -87,17 +89,19 @@ class ArithWorld(World):
             cached=lambda: cached_bootstrap_policy(settings.bootstrap_steps, cfg.seed, settings.misconception_rate),
         )
 
-    def heldout_set(self, name: str, cfg: PipelineConfig, seed_problems: pl.DataFrame) -> pl.DataFrame | None:
-        """`arith`: fresh problems of each seed category, none of them a seed problem."""
+    def heldout_set(self, name: str, cfg: PipelineConfig, seed_problems: pl.DataFrame,
+                    exclude: set[str] = frozenset()) -> pl.DataFrame | None:
+        """`arith`: `arith.n_eval_per_category` fresh problems of each seed category, none of them a seed problem
+        or one whose `problem_key` is in `exclude`."""
         if name != "arith":
             return None
         n_per_category = self.settings(cfg).n_eval_per_category
-        exclude = set(seed_problems["problem"])
+        taken = exclude | {problem_key(text) for text in seed_problems["problem"]}
         rows = []
         for category in sorted(set(seed_problems["category"])):
-            candidates = generate_problems(2 * n_per_category, seed=cfg.seed + HELDOUT_SEED_OFFSET,
+            candidates = generate_problems(HELDOUT_DRAWS * n_per_category, seed=cfg.seed + HELDOUT_SEED_OFFSET,
                                            categories=[category])
-            fresh = [p for p in candidates if p.problem not in exclude][:n_per_category]
+            fresh = [p for p in candidates if problem_key(p.problem) not in taken][:n_per_category]
             rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
                       "category": category} for i, p in enumerate(fresh)]
         return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
