@@ -16,6 +16,8 @@ class ArithSettings(Section):
     seed_categories: list[str] | None = Field(None, min_length=1)
     seed_levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     n_eval_per_category: int = Field(50, ge=1)
+    # Fresh problems of every family in the pool `sws select` draws from when select.pool is empty.
+    n_pool_problems: int = Field(3000, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
     bootstrap_steps: int = Field(1200, ge=1)
     # Share of the warm start's carrying additions and borrowing subtractions answered with a column

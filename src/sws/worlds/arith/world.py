@@ -20,6 +20,7 @@ from sws.worlds.arith.settings import ArithSettings
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
 SEED_SET_STAGE = "seed_set"
+POOL_STAGE = "pool"
 # Held-out problems come from seed streams the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
 WEAK_LIKE_SEED_OFFSET = 104729
@@ -120,6 +121,23 @@ class ArithWorld(World):
             rows.append({"problem_id": f"like-{problem_id}", "problem": fresh.problem, "answer": fresh.answer,
                          "category": fresh.category})
         return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+
+    def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
+        """`arith.n_pool_problems` fresh problems of every family, none a seed or held-out problem."""
+        from sws.artifacts import read_table, table_path
+        from sws.worlds.arith.pool import write_pool
+
+        path = RunDir(run_dir).pool_file(self.name)
+        n = self.settings(cfg).n_pool_problems
+
+        def body() -> StageResult:
+            count = write_pool(path, cfg, read_table(run_dir, "problems"), n)
+            ui.info(f"pool: {count} arith problems -> {path}")
+            return StageResult(POOL_STAGE, rows={path.name: count})
+
+        run_stage(run_dir, POOL_STAGE, config={"n": n, "seed": cfg.seed, **self.eval_identity(cfg)},
+                  inputs=[table_path(run_dir, "problems")], outputs=[path], body=body, force=force)
+        return path
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         return {"n_eval_per_category": self.settings(cfg).n_eval_per_category}
