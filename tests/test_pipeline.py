@@ -76,6 +76,15 @@ def test_headline_shows_each_policy_and_the_gain_over_baseline() -> None:
     assert "20 weak problems" in text
 
 
+def test_headline_with_the_selected_arm_shows_it_and_its_gain_over_baseline() -> None:
+    selected = {"weak_solved_selected": {"overall": 0.35, "per_category": {"addition": 0.6, "remainders": 0.1}}}
+    text = rendered(pipeline.headline_table({**summary(), **selected}))
+    lines = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
+             for line in text.splitlines() if line.count("│") >= 5}
+    assert lines["overall"] == ["10.0%", "30.0%", "45.0%", "35.0%", "+15.0%", "+5.0%"]
+    assert "selected − baseline" in text
+
+
 def test_headline_without_baseline_has_no_gain_column() -> None:
     partial = {key: value for key, value in summary().items() if key != "weak_solved_baseline"}
     text = rendered(pipeline.headline_table(partial))

@@ -97,9 +97,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_column("category")
     for name in present:
         table.add_column(name, justify="right")
-    comparing = {"baseline", "augmented"} <= set(present)
-    if comparing:
-        table.add_column("augmented − baseline", justify="right")
+    differences = [(ahead, "baseline") for ahead in ("augmented", "selected") if {ahead, "baseline"} <= set(present)]
+    for ahead, behind in differences:
+        table.add_column(f"{ahead} − {behind}", justify="right")
     categories = sorted({category for name in present
                          for category in summary[f"weak_solved_{name}"]["per_category"]})
 
@@ -111,9 +111,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
     for category in [*categories, None]:
         values = [share(name, category) for name in present]
         cells = ["–" if value is None else f"{value:.1%}" for value in values]
-        if comparing:
-            augmented, baseline = share("augmented", category), share("baseline", category)
-            cells.append("–" if augmented is None or baseline is None else f"{augmented - baseline:+.1%}")
+        for ahead, behind in differences:
+            better, worse = share(ahead, category), share(behind, category)
+            cells.append("–" if better is None or worse is None else f"{better - worse:+.1%}")
         table.add_row(category or "[bold]overall[/bold]", *cells, end_section=category == last_category)
     return table
 

@@ -298,6 +298,6 @@ def test_the_three_arms_section_compares_seed_only_synthetic_and_selected(tmp_pa
         "selected − seed only (points)", "synthetic − selected (points)", "n_weak"]
     # of 4 weak problems: baseline 1, augmented 2, selected 3
     assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", weak).group(0)) == [
-        "overall", "0.250", "0.500", "0.750", "25.000", "50.000", "-25.000", "4"]
+        "overall", "0.250", "0.500", "0.750", "+25.0", "+50.0", "-25.0", "4"]
     assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", like).group(0))[1:4] == [
         "0.000", "1.000", "0.000"]

@@ -406,7 +406,8 @@ def by_arm(frame: pl.DataFrame, index: list[str], value: str) -> pl.DataFrame:
     wide = (frame.filter(pl.col("checkpoint").is_in(list(ARMS)))
             .pivot(on="checkpoint", index=index, values=value, sort_columns=False))
     wide = wide.select(*index, *ARMS).rename(ARMS)
-    return wide.with_columns((100 * (pl.col(ARMS[ahead]) - pl.col(ARMS[behind]))).round(1)
+    return wide.with_columns((100 * (pl.col(ARMS[ahead]) - pl.col(ARMS[behind])))
+                             .map_elements("{:+.1f}".format, return_dtype=pl.Utf8)
                              .alias(f"{ARMS[ahead]} − {ARMS[behind]} (points)") for ahead, behind in ARM_DIFFERENCES)
 
 
