@@ -165,4 +165,4 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
     result = subprocess.run([SWS, "train", "final", "--run", str(tmp_path)], capture_output=True, text=True)
 
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline"
+    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline, selected"
