@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from sws import ui
-from sws.artifacts import StageResult, run_stage
+from sws.artifacts import StageResult, read_table, run_stage, table_path
 from sws.config import PipelineConfig
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
@@ -124,7 +124,6 @@ class ArithWorld(World):
 
     def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
         """`arith.n_pool_problems` fresh problems of every family, none a seed or held-out problem."""
-        from sws.artifacts import read_table, table_path
         from sws.worlds.arith.pool import write_pool
 
         path = RunDir(run_dir).pool_file(self.name)
