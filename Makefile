@@ -68,7 +68,8 @@ test-vllm: install-vllm
 demo: install
 	$(BIN)/sws run $(PIPELINE) --run $(RUN)
 
-# The demo once per seed (runs/demo-s0, …), then augmented − baseline over them: per seed, mean, sd, SEM.
+# The demo once per seed (runs/demo-s0, …), then the arms over them: augmented − baseline, selected − baseline and
+# augmented − selected (the demo trains the selected arm), per seed, mean, sd, SEM.
 demo-seeds: install
 	@for seed in $(SEEDS); do $(BIN)/sws run $(PIPELINE) --run $(RUN)-s$$seed --seed $$seed || exit 1; done
 	$(BIN)/sws compare $(foreach seed,$(SEEDS),$(RUN)-s$(seed))

@@ -12,23 +12,29 @@ from sws.cli import app
 from sws.config import PipelineConfig, save_run_config
 from sws.errors import UserError
 
+WEAK = compare.Gap("augmented", "baseline", "weak_solved")
+LIKE = compare.Gap("augmented", "baseline", "weak_like_solved")
+
 
 def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: float | None, like: tuple | None = None,
-                  kernels: str = "AVX2") -> Path:
+                  kernels: str = "AVX2", selected: float | None = None) -> Path:
+    """A run's summary; `like` = (baseline, augmented[, selected]) on weak_like; `selected`: the selected arm's share
+    (none: the run has no selected arm)."""
     run = root / f"run-s{seed}"
     save_run_config(run, PipelineConfig(seed=seed))
-    summary = {f"weak_solved_{name}": {"overall": share, "per_category": {}}
-               for name, share in (("initial", 0.1), ("baseline", baseline), ("augmented", augmented))}
+    arms = (("initial", 0.1), ("baseline", baseline), ("augmented", augmented),
+            *((("selected", selected),) if selected is not None else ()))
+    summary = {f"weak_solved_{name}": {"overall": share, "per_category": {}} for name, share in arms}
     if like is not None:
         summary |= {f"weak_like_solved_{name}": {"overall": share, "per_category": {}}
-                    for name, share in zip(("baseline", "augmented"), like, strict=True)}
+                    for name, share in zip(("baseline", "augmented", "selected"), like, strict=False)}
     environment = {"cpu_kernels": kernels, "versions": {"torch": "2.13.0", "trl": "0.29.0"}}
     write_json(run / "summary.json", {**summary, "n_weak": 100, "environment": environment})
     return run
 
 
-def rendered(table) -> str:
-    console = Console(file=io.StringIO(), width=150)
+def rendered(table, width: int = 150) -> str:
+    console = Console(file=io.StringIO(), width=width)
     console.print(table)
     return console.file.getvalue()
 
@@ -65,11 +71,11 @@ def test_five_seeds_give_mean_sem_and_the_two_sem_test_on_both_differences(tmp_p
     like_gaps = [0.02, -0.01, 0.03, 0.00, 0.01]  # mean 1 point, the same SEM: not above 2 SEM
     results = [compare.run_result(evaluated_run(tmp_path, seed, 0.20, 0.20 + weak, like=(0.30, 0.30 + like)))
                for seed, (weak, like) in enumerate(zip(weak_gaps, like_gaps, strict=True))]
-    found = compare.spread([result.gaps["weak_solved"] for result in results])
+    found = compare.spread([result.gaps[WEAK] for result in results])
     assert found.n == 5 and found.mean == pytest.approx(0.03)
     assert found.sd == pytest.approx(2.5 ** 0.5 / 100) and found.sem == pytest.approx(2.5 ** 0.5 / 100 / 5 ** 0.5)
     assert found.above_two_sem is True
-    assert compare.spread([result.gaps["weak_like_solved"] for result in results]).above_two_sem is False
+    assert compare.spread([result.gaps[LIKE] for result in results]).above_two_sem is False
     rows = {cells[0]: cells[-2:] for cells in table_cells(rendered(compare.comparison_table(results)))}
     assert rows["sem"] == ["0.7", "0.7"]
     assert rows["mean > 2 sem"] == ["yes", "no"]
@@ -93,7 +99,7 @@ def test_one_run_has_no_spread(tmp_path: Path) -> None:
 
 def test_runs_without_weak_problems_say_so(tmp_path: Path) -> None:
     result = compare.run_result(evaluated_run(tmp_path, 0, None, None))
-    assert result.gaps["weak_solved"] is None
+    assert result.gaps[WEAK] is None
     assert compare.verdict([result]) == "no run measured augmented − baseline: none had weak problems"
 
 
@@ -156,3 +162,32 @@ def test_the_same_run_given_twice_is_refused(tmp_path: Path) -> None:
     run = evaluated_run(tmp_path, 0, 0.2, 0.3)
     result = CliRunner().invoke(app, ["compare", str(run), str(tmp_path / "." / run.name)])
     assert result.exit_code == 2 and "given twice" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_the_selected_arm_gets_its_differences_to_both_other_arms_where_runs_trained_it(tmp_path: Path) -> None:
+    # selected − baseline: +2, +4, +3 points (mean +3, sd 1, SEM 0.58); augmented − selected: -1, +1, +3
+    runs = [evaluated_run(tmp_path, seed, 0.20, augmented, like=(0.30, 0.32, 0.31), selected=selected)
+            for seed, (augmented, selected) in enumerate([(0.21, 0.22), (0.25, 0.24), (0.26, 0.23)])]
+    results = compare.run_results(runs)
+    text = rendered(compare.comparison_table(results), width=250)
+    assert "sel − base" in text and "aug − sel" in text and "sel − base, fresh" in text and "sel: the selected arm" in text
+    header = next(line for line in text.splitlines() if "run" in line and "seed" in line)
+    assert [cell.strip() for cell in header.strip("┃").split("┃")][2:6] == ["initial", "baseline", "augmented",
+                                                                           "selected"]
+    rows = {cells[0]: cells for cells in table_cells(text)}
+    assert rows["mean"][5] == "23.0%"  # the selected arm's mean share
+    lines = compare.verdict(results).splitlines()
+    assert ("weak problems: selected ahead of the baseline in 3 of 3 runs; mean +3.0 points, sd 1.0, SEM 0.6: "
+            "above 2 SEM") in lines
+    assert ("weak problems: augmented ahead of selected in 2 of 3 runs; mean +1.0 points, sd 2.0, SEM 1.2: "
+            "not above 2 SEM") in lines
+    assert any(line.startswith("fresh problems of their families (weak_like): augmented ahead of selected in 3 of 3 "
+                               "runs; mean +1.0 points") for line in lines)
+
+
+def test_runs_without_the_selected_arm_show_neither_its_column_nor_its_differences(tmp_path: Path) -> None:
+    results = [compare.run_result(evaluated_run(tmp_path, seed, 0.2, 0.3)) for seed in (0, 1)]
+    header = next(line for line in rendered(compare.comparison_table(results)).splitlines() if "seed" in line)
+    assert [cell.strip() for cell in header.strip("┃").split("┃")][2:] == ["initial", "baseline", "augmented",
+                                                                         "aug − base"]
+    assert "selected" not in compare.verdict(results)

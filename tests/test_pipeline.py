@@ -44,7 +44,7 @@ def test_the_self_evolving_preset_has_the_policy_play_every_teacher_role_with_th
 
 
 def later_steps(tmp_path: Path) -> list[str]:
-    return [step.name for step in pipeline.later_round_steps(tmp_path, 2)]
+    return [step.name for step in pipeline.later_round_steps(PipelineConfig(), tmp_path, 2)]
 
 
 def test_a_later_round_wires_its_inputs_then_runs_the_stages_from_identify_on(tmp_path: Path) -> None:
@@ -74,6 +74,15 @@ def test_headline_shows_each_policy_and_the_gain_over_baseline() -> None:
     assert lines["remainders"] == ["0.0%", "10.0%", "40.0%", "+30.0%"]
     assert lines["overall"] == ["10.0%", "30.0%", "45.0%", "+15.0%"]
     assert "20 weak problems" in text
+
+
+def test_headline_with_the_selected_arm_shows_it_and_its_gain_over_baseline() -> None:
+    selected = {"weak_solved_selected": {"overall": 0.35, "per_category": {"addition": 0.6, "remainders": 0.1}}}
+    text = rendered(pipeline.headline_table({**summary(), **selected}))
+    lines = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
+             for line in text.splitlines() if line.count("│") >= 5}
+    assert lines["overall"] == ["10.0%", "30.0%", "45.0%", "35.0%", "+15.0%", "+5.0%"]
+    assert "selected − baseline" in text
 
 
 def test_headline_without_baseline_has_no_gain_column() -> None:

@@ -21,8 +21,8 @@ def test_every_stage_is_named_as_its_module_and_declares_tables_with_schemas() -
 
 def test_sws_run_runs_the_method_in_order() -> None:
     assert [stage.title or stage.name for stage in run_stages()] == [
-        "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
-        "train augmented and baseline", "eval", "report"]
+        "prepare", "train initial", "identify", "synthesize", "filter", "select", "mix", "mix selected", "export verl",
+        "train augmented and baseline", "train selected", "eval", "report"]
     assert [stage.name for stage in synthesis_steps()] == ["extract", "combine", "generate", "rate", "label", "audit"]
 
 

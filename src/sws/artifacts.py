@@ -37,7 +37,7 @@ STR_LIST = pl.List(pl.Utf8)
 FLOAT_LIST = pl.List(pl.Float64)
 
 # `sws train` runs; each writes under `train/<kind>/` (checkpoints, `final/` model, curve).
-TRAIN_KINDS = ("initial", "augmented", "baseline")
+TRAIN_KINDS = ("initial", "augmented", "baseline", "selected")
 ROLLOUT_COLUMNS: dict[str, pl.DataType] = {"step": INT, "problem_id": STR, "n": INT, "n_correct": INT}
 
 # Key columns of each artifact (DESIGN §3). Artifacts may carry more columns; these must be present and typed.
@@ -73,6 +73,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "selected": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR,
                  "distance": FLOAT, "nearest_weak_id": STR},
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+    # The selected arm's training set (`select.arm`): seed ∪ selected, mixed as augmented is.
+    "selected_mix": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     **{f"train/{kind}/curve": {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT}
        for kind in TRAIN_KINDS},
     # The initial run's rollouts are `rollouts` (what identify reads); the later runs keep theirs beside them.

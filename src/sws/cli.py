@@ -204,7 +204,8 @@ def synthesize(
 
 @command(epilog="Example: sws train initial --run runs/demo --steps 200")
 def train(
-    kind: Annotated[str, typer.Argument(help="initial (seed set, writes rollouts.parquet), augmented, or baseline.")],
+    kind: Annotated[str, typer.Argument(help="initial (seed set, writes rollouts.parquet), augmented, baseline, or "
+                                        "selected (seed ∪ selected, select.arm).")],
     run: RunOpt,
     steps: Annotated[int | None, typer.Option(help="GRPO steps (default: train.<kind>_steps, 200).")] = None,
     config: PipelineOpt = None,
@@ -214,7 +215,7 @@ def train(
                            "and its inputs) and print its command without running it.")
     ] = False,
 ) -> None:
-    """GRPO-train a policy: initial on the seed set, augmented or baseline continuing from the initial one."""
+    """GRPO-train a policy: initial on the seed set; augmented, baseline or selected continuing from initial."""
     from sws.artifacts import TRAIN_KINDS
     from sws.stages import train as stage
 

@@ -1,4 +1,5 @@
-"""`sws compare RUN...`: augmented − baseline across runs of one pipeline (seeds), with their mean and spread.
+"""`sws compare RUN...`: augmented − baseline across runs of one pipeline (seeds), with their mean and spread; where
+the runs trained the selected arm (`select.arm`), also selected − baseline and augmented − selected.
 
 One run measures its difference on a few hundred weak problems, so a single seed's gain is mostly noise; the
 paper's claim is about what holds over seeds. Each run contributes the overall shares from its `summary.json`
@@ -22,19 +23,40 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stages.eval import HEADLINE_CHECKPOINTS, read_summary
 
-# summary.json prefix -> column title of its augmented − baseline
-GAPS = {"weak_solved": "aug − base", "weak_like_solved": "aug − base, fresh"}
-CAPTIONS = {"weak_solved": "aug − base: augmented − baseline, in points",
-            "weak_like_solved": "fresh: on fresh problems of the weak problems' families"}
+# summary.json prefix -> what it measures
 GAP_NAMES = {"weak_solved": "weak problems", "weak_like_solved": "fresh problems of their families (weak_like)"}
+# The arms compared, ahead − behind: synthesis against the same-steps baseline, and, where a run trained the
+# selected arm (select.arm), selection against the baseline and synthesis against selection.
+PAIRS = (("augmented", "baseline"), ("selected", "baseline"), ("augmented", "selected"))
+SHORT = {"augmented": "aug", "baseline": "base", "selected": "sel"}
+ARM_NAMES = {"augmented": "augmented", "baseline": "the baseline", "selected": "selected"}
+CAPTIONS = {"weak_solved": "aug − base: augmented − baseline, in points",
+            "weak_like_solved": "fresh: on fresh problems of the weak problems' families",
+            "selected": "sel: the selected arm (seed ∪ pool problems nearest the weak ones)"}
+
+
+@dataclass(frozen=True)
+class Gap:
+    """`ahead` − `behind` on the summary's `prefix` shares."""
+
+    ahead: str
+    behind: str
+    prefix: str
+
+    @property
+    def title(self) -> str:
+        return f"{SHORT[self.ahead]} − {SHORT[self.behind]}" + (", fresh" if self.prefix == "weak_like_solved" else "")
+
+
+GAPS = tuple(Gap(ahead, behind, prefix) for ahead, behind in PAIRS for prefix in GAP_NAMES)
 
 
 @dataclass(frozen=True)
 class RunResult:
     run: Path
     seed: int | None  # from the run's config.yaml
-    solved: dict[str, float | None]  # checkpoint -> overall share of weak problems solved
-    gaps: dict[str, float | None]  # GAPS prefix -> augmented − baseline, overall; None when not measured
+    solved: dict[str, float | None]  # checkpoint its summary has -> overall share of weak problems solved
+    gaps: dict[Gap, float | None]  # overall difference; None when not measured
     machine: tuple[tuple[str, str], ...]  # what its numbers depend on besides config and seed (MACHINE_FIELDS)
 
 
@@ -72,16 +94,17 @@ def run_result(run_dir: Path) -> RunResult:
     def overall(prefix: str, checkpoint: str) -> float | None:
         return summary.get(f"{prefix}_{checkpoint}", {}).get("overall")
 
-    def gap(prefix: str) -> float | None:
-        augmented, baseline = overall(prefix, "augmented"), overall(prefix, "baseline")
-        return None if augmented is None or baseline is None else augmented - baseline
+    def gap(difference: Gap) -> float | None:
+        ahead, behind = overall(difference.prefix, difference.ahead), overall(difference.prefix, difference.behind)
+        return None if ahead is None or behind is None else ahead - behind
 
     return RunResult(
         run=Path(run_dir),
         seed=(load_config(RunDir(run_dir).config, paths_relative_to_file=False).seed
               if RunDir(run_dir).config.is_file() else None),
-        solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS},
-        gaps={prefix: gap(prefix) for prefix in GAPS},
+        solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS
+                if f"weak_solved_{checkpoint}" in summary},
+        gaps={difference: gap(difference) for difference in GAPS},
         machine=machine_of(summary),
     )
 
@@ -129,16 +152,18 @@ def yes_no(value: bool | None) -> str:
 
 def comparison_table(results: list[RunResult]) -> Table:
     """One row per run (its shares and differences), then each column's mean, standard deviation and SEM, and
-    for the differences whether the mean exceeds two SEM."""
-    shown_gaps = [prefix for prefix in GAPS if any(result.gaps[prefix] is not None for result in results)]
+    for the differences whether the mean exceeds two SEM. A checkpoint no run evaluated, and a difference no run
+    measured, are left out (the selected arm, in runs without select.arm)."""
+    shown_arms = [name for name in HEADLINE_CHECKPOINTS if any(name in result.solved for result in results)]
+    shown_gaps = [gap for gap in GAPS if any(result.gaps[gap] is not None for result in results)]
     # (title, one value per run, how a value and the mean are shown, how the sd is shown)
     columns: list[tuple[str, list[float | None], Callable, Callable]] = [
-        *((name, [result.solved[name] for result in results], share, share) for name in HEADLINE_CHECKPOINTS),
-        *((GAPS[prefix], [result.gaps[prefix] for result in results], points, points_apart)
-          for prefix in shown_gaps),
+        *((name, [result.solved.get(name) for result in results], share, share) for name in shown_arms),
+        *((gap.title, [result.gaps[gap] for result in results], points, points_apart) for gap in shown_gaps),
     ]
-    table = Table(title=f"Previously weak problems solved, over {len(results)} runs",
-                  caption="; ".join(CAPTIONS[prefix] for prefix in shown_gaps))
+    captions = [caption for key, caption in CAPTIONS.items()
+                if any(key in (gap.prefix, gap.ahead, gap.behind) for gap in shown_gaps)]
+    table = Table(title=f"Previously weak problems solved, over {len(results)} runs", caption="; ".join(captions))
     table.add_column("run")
     table.add_column("seed", justify="right")
     for title, *_ in columns:
@@ -151,24 +176,25 @@ def comparison_table(results: list[RunResult]) -> Table:
     table.add_row("[bold]mean[/bold]", "", *(shown(found.mean) for found, shown, _ in spreads))
     table.add_row("[bold]sd[/bold]", "", *(shown_sd(found.sd) for found, _, shown_sd in spreads))
     table.add_row("[bold]sem[/bold]", "", *(shown_sd(found.sem) for found, _, shown_sd in spreads))
-    table.add_row("[bold]mean > 2 sem[/bold]", "", *("" for _ in HEADLINE_CHECKPOINTS),
-                  *(yes_no(found.above_two_sem) for found, _, _ in spreads[len(HEADLINE_CHECKPOINTS):]))
+    table.add_row("[bold]mean > 2 sem[/bold]", "", *("" for _ in shown_arms),
+                  *(yes_no(found.above_two_sem) for found, _, _ in spreads[len(shown_arms):]))
     return table
 
 
 def verdict(results: list[RunResult]) -> str:
-    """Per difference measured: in how many runs augmented was ahead, the mean, sd and SEM in points, and
-    whether the mean exceeds two SEM."""
+    """Per difference measured: in how many runs the one arm was ahead of the other, the mean, sd and SEM in
+    points, and whether the mean exceeds two SEM."""
     lines = []
-    for prefix, name in GAP_NAMES.items():
-        gaps = [result.gaps[prefix] for result in results]
+    for gap in GAPS:
+        gaps = [result.gaps[gap] for result in results]
         found = spread(gaps)
         if found.mean is None:
-            if prefix == "weak_solved":
+            if gap == GAPS[0]:
                 lines.append("no run measured augmented − baseline: none had weak problems")
             continue
-        ahead = sum(gap > 0 for gap in gaps if gap is not None)
-        line = f"{name}: augmented ahead of the baseline in {ahead} of {found.n} runs; mean {points(found.mean)} points"
+        ahead = sum(value > 0 for value in gaps if value is not None)
+        line = (f"{GAP_NAMES[gap.prefix]}: {gap.ahead} ahead of {ARM_NAMES[gap.behind]} in {ahead} of {found.n} "
+                f"runs; mean {points(found.mean)} points")
         if found.sem is not None:
             beyond = "above" if found.above_two_sem else "not above"
             line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"

@@ -203,12 +203,19 @@ class FilterConfig(Section):
 class SelectConfig(Section):
     """`sws select`: the pool problems nearest to the weak ones, `budget` split over categories by fail ratio."""
 
-    # A JSON list, JSONL or Parquet file of problems, read with `prepare`'s field settings.
+    # A JSON list, JSONL or Parquet file of problems, read with `prepare`'s field settings; None: the pool the
+    # world draws itself (`World.selection_pool`; arith: `arith.n_pool_problems` fresh problems).
     pool: str | None = None
-    budget: int = Field(200, ge=0)
+    # Problems to select in all; None: as many as the band filter kept (filtered.parquet), so selection and
+    # synthesis add the same number of problems.
+    budget: int | None = Field(None, ge=0)
     # The selected problems the initial policy solves too rarely or too often (outside filter.band, with
     # filter.rollouts samples each) are dropped, as `sws filter` drops synthetic ones.
     band: bool = False
+    # The selected arm: `sws run` also selects, mixes seed ∪ selected (`selected_mix.parquet`) and trains it from
+    # the initial policy for train.augmented_steps (`train/selected`), beside augmented (seed ∪ synthetic) and
+    # baseline (seed only); eval, the report and `sws compare` then compare the three.
+    arm: bool = False
 
 
 class MixConfig(Section):
@@ -306,8 +313,8 @@ class EvalConfig(Section):
     set. `base` among the checkpoints is train.init_model, before any training."""
 
     benchmarks: list[str | BenchmarkConfig] = Field(default_factory=lambda: ["arith"])
-    checkpoints: list[Literal["base", "start", "initial", "baseline", "augmented"]] = Field(
-        default_factory=lambda: ["start", "initial", "baseline", "augmented"]
+    checkpoints: list[Literal["base", "start", "initial", "baseline", "augmented", "selected"]] = Field(
+        default_factory=lambda: ["start", "initial", "baseline", "augmented", "selected"]
     )
     # The seed set under every checkpoint gives each training set's teachability in the report.
     seed_set: bool = True
@@ -464,6 +471,14 @@ class PipelineConfig(Section):
             except ValidationError as exc:
                 raise ValueError(error_text(exc.errors()[0], (name,))) from None
         return data
+
+    @model_validator(mode="after")
+    def _arms_apart(self) -> PipelineConfig:
+        """With the selected arm, augmented is the synthetic arm: it must not take the selected problems too."""
+        if self.select.arm and "selected" in self.mix.sources:
+            raise ValueError("select.arm trains seed ∪ selected as an arm of its own, so augmented must be seed ∪ "
+                             "synthetic: set mix.sources: [synthetic]")
+        return self
 
     @property
     def filter_max_tokens(self) -> int:

@@ -20,8 +20,8 @@ from sws.near_duplicates import problem_key
 # The MATH training split is a seed set; evaluating on it measures training, not generalisation.
 TRAINING_SPLITS = ("math",)
 # Every table of problems some checkpoint trains on: the seed set, and what `sws mix` adds to it (the band-kept
-# synthetic problems, the selected ones and their union with the seeds).
-TRAINING_TABLES = ("problems", "filtered", "selected", "augmented")
+# synthetic problems, the selected ones and their unions with the seeds).
+TRAINING_TABLES = ("problems", "filtered", "selected", "augmented", "selected_mix")
 PROBLEM_COLUMNS = ("problem_id", "problem", "answer", "category")
 
 

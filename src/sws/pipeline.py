@@ -3,7 +3,8 @@
 The world's setup steps first (arith: bootstrap policy → seed set; the math world has none, its seed file is
 `prepare.input`), then the declared stages (`sws.stage`): prepare → train initial → identify → synthesize →
 filter → mix → export verl → train augmented and baseline (side by side on a CPU with two cores) → eval →
-report. The run ends with the headline: the share of the previously weak problems each policy solves, per
+report; with `select.arm`, also select → mix selected after the filter and train selected after the other two.
+A step the config does not ask for (`Stage.runs_when`) is left out. The run ends with the headline: the share of the previously weak problems each policy solves, per
 category. With `rounds.n` > 1 (`--rounds N`) the same stages run again for each later round in `rounds/<r>/`,
 on inputs wired from the round before (`sws.stages.rounds`), and the run keeps the weakness ledger.
 """
@@ -36,17 +37,18 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
 
 
 def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
-    """The world's setup steps, then every declared stage `sws run` runs, in the method's order."""
+    """The world's setup steps, then every declared stage `sws run` runs that the config asks for, in order."""
     return [*get_world(cfg.world).setup_steps(),
-            *(PipelineStep(stage.title or stage.name, stage.run) for stage in run_stages())]
+            *(PipelineStep(stage.title or stage.name, stage.run) for stage in run_stages() if stage.is_on(cfg))]
 
 
-def later_round_steps(run_dir: Path, number: int) -> list[PipelineStep]:
+def later_round_steps(cfg: PipelineConfig, run_dir: Path, number: int) -> list[PipelineStep]:
     """Round `number` > 1 of run `run_dir`: its inputs from the round before, then the same stages as round 1 but
     those that write what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
     wire = PipelineStep(f"round {number} inputs",
                         lambda cfg, _round_dir, force: rounds.wire_round(cfg, run_dir, number, force))
-    return [wire, *(PipelineStep(stage.title or stage.name, stage.run) for stage in rounds.later_round_stages())]
+    return [wire, *(PipelineStep(stage.title or stage.name, stage.run) for stage in rounds.later_round_stages()
+                    if stage.is_on(cfg))]
 
 
 def run_steps(cfg: PipelineConfig, run_dir: Path, steps: list[PipelineStep], force: bool, label: str = "") -> None:
@@ -81,7 +83,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
                 ui.info(f"rounds: stopping before round {number}: {reason}")
                 break
             round_dir = RunDir(run_dir).round(number).root
-            run_steps(later, round_dir, later_round_steps(run_dir, number), force, f"round {number}: ")
+            run_steps(later, round_dir, later_round_steps(later, run_dir, number), force, f"round {number}: ")
             rounds.rate_with_reference(later, round_dir, force)
             rounds.update_ledger(cfg, run_dir, number, force)
         get_stage("report").run(cfg, Path(run_dir), force)
@@ -95,9 +97,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_column("category")
     for name in present:
         table.add_column(name, justify="right")
-    comparing = {"baseline", "augmented"} <= set(present)
-    if comparing:
-        table.add_column("augmented − baseline", justify="right")
+    differences = [(ahead, "baseline") for ahead in ("augmented", "selected") if {ahead, "baseline"} <= set(present)]
+    for ahead, behind in differences:
+        table.add_column(f"{ahead} − {behind}", justify="right")
     categories = sorted({category for name in present
                          for category in summary[f"weak_solved_{name}"]["per_category"]})
 
@@ -109,9 +111,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
     for category in [*categories, None]:
         values = [share(name, category) for name in present]
         cells = ["–" if value is None else f"{value:.1%}" for value in values]
-        if comparing:
-            augmented, baseline = share("augmented", category), share("baseline", category)
-            cells.append("–" if augmented is None or baseline is None else f"{augmented - baseline:+.1%}")
+        for ahead, behind in differences:
+            better, worse = share(ahead, category), share(behind, category)
+            cells.append("–" if better is None or worse is None else f"{better - worse:+.1%}")
         table.add_row(category or "[bold]overall[/bold]", *cells, end_section=category == last_category)
     return table
 

@@ -79,8 +79,12 @@ class RunDir:
         """The seed set a world's setup step draws for `sws prepare`."""
         return self.root / "seed" / f"{world}.jsonl"
 
+    def pool_file(self, world: str) -> Path:
+        """The selection pool a world draws for `sws select` when `select.pool` is empty."""
+        return self.root / "pool" / f"{world}.jsonl"
+
     def train(self, kind: str) -> Path:
-        """A training run's folder (`initial`, `augmented`, `baseline`): checkpoints, log, curve."""
+        """A training run's folder (`initial`, `augmented`, `baseline`, `selected`): checkpoints, log, curve."""
         return self.root / "train" / kind
 
     def checkpoint(self, kind: str) -> Path:

@@ -99,6 +99,11 @@ class World:
         checkpoint trains on). None: the world cannot make such problems."""
         return None
 
+    def selection_pool(self, cfg: Any, run_dir: Path, force: bool = False) -> Path | None:
+        """The pool `sws select` takes problems from when `select.pool` is empty, drawn into the run (after `sws
+        prepare`); None: the world has none, so the pool must be given."""
+        return None
+
     def eval_identity(self, cfg: Any) -> dict[str, Any]:
         """World settings that change what `sws eval` measures (part of its manifest's config)."""
         return {}

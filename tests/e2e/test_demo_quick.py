@@ -15,8 +15,9 @@ ARTIFACTS = [
     "problems.parquet", "rollouts.parquet", "weakness.parquet", "categories.parquet", "concepts.parquet",
     "synthetic.parquet", "rated.parquet", "labeled.parquet", "filtered.parquet", "filtered.rejected.parquet",
     "augmented.parquet", "verl/augmented.parquet", "eval/problems.parquet", "eval/benchmarks.parquet",
-    "eval/weakness.parquet", "report.html", "summary.json", "config.yaml",
-    *(f"train/{kind}/final/config.json" for kind in ("initial", "augmented", "baseline")),
+    "eval/weakness.parquet", "report.html", "summary.json", "config.yaml", "pool/arith.jsonl", "selected.parquet",
+    "selected_mix.parquet",
+    *(f"train/{kind}/final/config.json" for kind in ("initial", "augmented", "baseline", "selected")),
 ]
 
 
@@ -47,11 +48,28 @@ def test_quick_pipeline_writes_every_artifact(quick_run) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.slow
+def test_the_selected_arm_adds_as_many_pool_problems_as_synthesis_kept_and_trains_as_long(quick_run) -> None:
+    run_dir, result = quick_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    problems, selected = pl.read_parquet(run_dir / "problems.parquet"), pl.read_parquet(run_dir / "selected.parquet")
+    assert 0 < selected.height <= pl.read_parquet(run_dir / "filtered.parquet").height
+    selected_mix = pl.read_parquet(run_dir / "selected_mix.parquet")
+    assert set(selected_mix["problem_id"]) == set(problems["problem_id"]) | set(selected["problem_id"])
+    augmented = pl.read_parquet(run_dir / "augmented.parquet")
+    assert not set(augmented["problem_id"]) & set(selected["problem_id"])
+    curves = {kind: pl.read_parquet(run_dir / "train" / kind / "curve.parquet").height
+              for kind in ("augmented", "baseline", "selected")}
+    assert len(set(curves.values())) == 1
+    assert "Synthesis against selection" in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
 def test_quick_pipeline_prints_and_saves_the_headline(quick_run) -> None:
     run_dir, result = quick_run
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
-    for checkpoint in ("initial", "baseline", "augmented"):
+    for checkpoint in ("initial", "baseline", "augmented", "selected"):
         solved = summary[f"weak_solved_{checkpoint}"]
         assert 0.0 <= solved["overall"] <= 1.0
         assert solved["per_category"]

@@ -48,7 +48,7 @@ def test_augmented_is_seed_plus_synthetic_with_source_marked(run_dir: Path) -> N
     assert synthetic["answer"].to_list() == ["10", "11"]
     assert set(synthetic["source"]) == {f"syn/{cfg.roles.generator.model}"}
     assert augmented.filter(pl.col("source") == "arith").equals(seed_problems())
-    assert result.info["synthetic"] == 2
+    assert result.info["added"] == 2
 
 
 def test_duplicates_of_seed_or_of_each_other_go_to_the_sidecar(run_dir: Path) -> None:

@@ -31,9 +31,10 @@ def write_funnel(run_dir: Path, step: str, rows_in: int, kept: int, reasons: lis
               body=lambda: StageResult(step, info={"funnel": row.as_info()}))
 
 
-def per_problem_eval() -> pl.DataFrame:
+def per_problem_eval(arms: tuple = (("initial", 0), ("baseline", 1), ("augmented", 2))) -> pl.DataFrame:
+    """Of 4 weak problems each checkpoint solves its number; weak_like: only augmented solves them."""
     rows = []
-    for checkpoint, solved in (("initial", 0), ("baseline", 1), ("augmented", 2)):
+    for checkpoint, solved in arms:
         for i in range(4):
             rows.append({"checkpoint": checkpoint, "eval_set": "weak", "problem_id": f"w{i}",
                          "category": CATEGORIES[i % 2], "greedy_correct": i < solved, "n": 4, "n_correct": i})
@@ -254,3 +255,49 @@ def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp
     report.run(PipelineConfig(), second)
     own = sections(RunDir(second).report.read_text())["Rounds: weaknesses across rounds"]
     assert f"This is round 2 of {tmp_path}" in own and str(RunDir(tmp_path).report) in own
+
+
+def test_without_the_selected_arm_its_section_says_how_to_turn_it_on(page: str) -> None:
+    body = sections(page)["Synthesis against selection: seed only, synthetic and selected on the same steps"]
+    assert "set select.arm: true" in body
+
+
+def test_the_three_arms_section_compares_seed_only_synthetic_and_selected(tmp_path: Path) -> None:
+    seed = pl.DataFrame({"problem_id": [f"s{i}" for i in range(4)], "problem": [f"Compute {i}+1." for i in range(4)],
+                         "answer": [str(i + 1) for i in range(4)], "category": ["addition"] * 4, "source": ["seed"] * 4})
+    write_table(tmp_path, "problems", seed)
+
+    def with_added(ids: list[str], category: str) -> pl.DataFrame:
+        added = pl.DataFrame({"problem_id": ids, "problem": ids, "answer": ["0"] * len(ids),
+                              "category": [category] * len(ids), "source": ["new"] * len(ids)})
+        return pl.concat([seed, added])
+
+    write_table(tmp_path, "augmented", with_added(["x1", "x2"], "remainders"))
+    write_table(tmp_path, "selected_mix", with_added(["p1", "p2"], "remainders"))
+    for kind in ("initial", "baseline", "augmented", "selected"):
+        write_table(tmp_path, f"train/{kind}/curve", pl.DataFrame({
+            "step": [1, 2, 3], "reward": [0.5] * 3, "reward_std": [0.1] * 3, "loss": [0.0] * 3}))
+    per_problem = per_problem_eval((("initial", 0), ("baseline", 1), ("augmented", 2), ("selected", 3)))
+    write_table(tmp_path, "eval/problems", per_problem)
+    write_table(tmp_path, "eval/benchmarks", eval_stage.benchmark_table(per_problem))
+    write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
+    cfg = PipelineConfig.model_validate({"select": {"arm": True}, "mix": {"sources": ["synthetic"]}})
+    report.run(cfg, tmp_path)
+
+    body = sections(RunDir(tmp_path).report.read_text())[
+        "Synthesis against selection: seed only, synthetic and selected on the same steps"]
+    assert "as many pool problems as the band filter kept" in body
+    assert "GRPO steps: seed only 3, synthetic 3, selected 3" in body
+    tables = re.findall(r"<table>(.*?)</table>", body, re.DOTALL)
+    added, weak, like = tables[:3]
+    assert re.findall(r"<th>(.*?)</th>", added) == ["category", "seed only", "synthetic", "selected"]
+    assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", added).group(0)) == [
+        "overall", "0", "2", "2"]
+    assert re.findall(r"<th>(.*?)</th>", weak) == [
+        "category", "seed only", "synthetic", "selected", "synthetic − seed only (points)",
+        "selected − seed only (points)", "synthetic − selected (points)", "n_weak"]
+    # of 4 weak problems: baseline 1, augmented 2, selected 3
+    assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", weak).group(0)) == [
+        "overall", "0.250", "0.500", "0.750", "+25.0", "+50.0", "-25.0", "4"]
+    assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", like).group(0))[1:4] == [
+        "0.000", "1.000", "0.000"]

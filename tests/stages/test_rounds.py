@@ -36,7 +36,8 @@ def statuses(ledger: pl.DataFrame, number: int) -> dict[str, str]:
 
 def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() -> None:
     names = [stage.name for stage in rounds.later_round_stages()]
-    assert names == ["identify", "synthesize", "filter", "mix", "export", "train_augmented", "eval", "report"]
+    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_augmented",
+                     "train_selected", "eval", "report"]
 
 
 def test_rounds_n_in_a_pipeline_file_is_short_for_the_section() -> None:

@@ -6,13 +6,16 @@ import pytest
 from _synthesis_run import write_identified_run
 from typer.testing import CliRunner
 
-from sws.artifacts import read_table, rejected_path, write_table
+from sws.artifacts import read_table, rejected_path, table_path, write_table
 from sws.budget import largest_remainder
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.run_dir import RunDir
+from sws.stage import all_stages
 from sws.stages import mix
 from sws.stages import select as stage
+from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
 
@@ -89,8 +92,51 @@ def test_the_command_comes_from_the_declaration_and_a_missing_pool_is_one_line(t
     write_identified_run(tmp_path)
     result = CliRunner().invoke(app, ["select", "--run", str(tmp_path), "--pool", str(tmp_path / "none.jsonl")])
     assert result.exit_code == 2 and "none.jsonl: file not found (select.pool)" in result.output
-    with pytest.raises(UserError, match="select.pool: no pool given"):
-        stage.run(PipelineConfig(), tmp_path)
+    with pytest.raises(UserError, match="select.pool: no pool given, and world 'math' draws none"):
+        stage.run(PipelineConfig(world="math"), tmp_path)
+
+
+def test_without_a_pool_the_arith_world_draws_one_and_selection_takes_as_many_as_the_filter_kept(
+        tmp_path: Path) -> None:
+    problems = write_identified_run(tmp_path)
+    kept = generate_problems(17, seed=5)
+    write_table(tmp_path, "filtered", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(17)], "category": [p.category for p in kept],
+        "problem": [p.problem for p in kept], "answer": [p.answer for p in kept], "n": [4] * 17,
+        "n_correct": [2] * 17, "accuracy": [0.5] * 17, "round": [0] * 17}))
+    cfg = PipelineConfig.model_validate({"arith": {"n_pool_problems": 300, "n_eval_per_category": 5}})
+
+    result = stage.run(cfg, tmp_path)
+
+    pool = pl.read_ndjson(RunDir(tmp_path).pool_file("arith"))
+    assert pool.height == 300 and not set(pool["problem"]) & set(problems["problem"])
+    held_out = get_world("arith").heldout_set("arith", cfg, problems)
+    assert not set(pool["problem"]) & set(held_out["problem"])
+    selected = read_table(tmp_path, "selected")
+    assert selected.height == 17 and result.info["budget"] == 17 and set(selected["source"]) == {"sel/arith"}
+    assert set(selected["problem"]) <= set(pool["problem"])
+
+
+def test_the_selected_arm_trains_on_seed_and_selected_only(selected_run) -> None:
+    run_dir, cfg, problems = selected_run
+    arm = PipelineConfig.model_validate({**cfg.model_dump(mode="json"), "select": {
+        **cfg.select.model_dump(mode="json"), "arm": True}, "mix": {"sources": ["synthetic"]}})
+    mix.run_selected(arm, run_dir)
+    selected_mix = read_table(run_dir, "selected_mix")
+    assert selected_mix.head(problems.height).equals(problems.select(selected_mix.columns))
+    assert selected_mix.slice(problems.height)["problem_id"].to_list() == read_table(run_dir, "selected")[
+        "problem_id"].to_list()
+    assert not table_path(run_dir, "augmented").exists()
+
+
+def test_the_selected_arm_keeps_augmented_to_the_synthetic_problems() -> None:
+    with pytest.raises(ValueError, match=r"set mix.sources: \[synthetic\]"):
+        PipelineConfig.model_validate({"select": {"arm": True}})
+    on = PipelineConfig.model_validate({"select": {"arm": True}, "mix": {"sources": ["synthetic"]}})
+    steps = [stage.name for stage in all_stages() if stage.in_run and stage.is_on(on)]
+    assert {"select", "mix_selected", "train_selected"} <= set(steps)
+    assert not {"select", "mix_selected", "train_selected"} & {
+        stage.name for stage in all_stages() if stage.in_run and stage.is_on(PipelineConfig())}
 
 
 def test_a_pool_without_categories_is_labeled_by_the_categorizer_first(tmp_path: Path) -> None:

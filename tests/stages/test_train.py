@@ -64,6 +64,23 @@ def test_the_baseline_trains_as_long_as_the_augmented_run_unless_told_otherwise(
     assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7), "baseline") == 7
     assert stage.training_steps(quick_config(tiny_policy, baseline_steps=5), "baseline") == 5
     assert stage.training_steps(quick_config(tiny_policy, initial_steps=9), "initial") == 9
+    assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7, baseline_steps=5), "selected") == 7
+
+
+@pytest.mark.slow
+def test_the_selected_arm_trains_from_initial_on_seed_and_selected_only_as_long_as_augmented(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+    write_seed_problems(tmp_path, "selected_mix", n=20)
+    cfg = quick_config(tiny_policy, baseline_steps=3)
+    stage.run(cfg, tmp_path, kind="initial")
+
+    result = stage.run(cfg, tmp_path, kind="selected")
+
+    assert result.info["steps"] == 2 and read_table(tmp_path, "train/selected/curve")["step"].to_list() == [1, 2]
+    assert set(read_table(tmp_path, "train/selected/rollouts")["problem_id"]) <= {
+        f"selected_mix-{index}" for index in range(20)}
+    assert (tmp_path / "train" / "selected" / "final" / "model.safetensors").is_file()
+    assert any(path.endswith("train/initial/final") for path in read_manifest(tmp_path, "train_selected")["inputs"])
 
 
 @pytest.mark.slow
@@ -148,4 +165,4 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
     result = subprocess.run([SWS, "train", "final", "--run", str(tmp_path)], capture_output=True, text=True)
 
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline"
+    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline, selected"

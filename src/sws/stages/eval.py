@@ -44,11 +44,11 @@ from sws.stage import Stage
 from sws.world import get_world
 
 STAGE = "eval"
-CHECKPOINTS = ("base", "start", "initial", "baseline", "augmented")
+CHECKPOINTS = ("base", "start", "initial", "baseline", "augmented", "selected")
 WEAK_SET = "weak"
 WEAK_LIKE_SET = "weak_like"
 # The checkpoints the headline compares, in its order.
-HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented")
+HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented", "selected")
 SEED_SET = "seed"
 OVERALL = "overall"
 # Per set of the headline: the summary.json prefixes of its greedy share and its share over k samples; each

@@ -1,6 +1,7 @@
 """`sws mix`: the augmented training set, seed problems ∪ the synthetic problems that passed every filter ∪ the
 problems `sws select` took from a pool, as `mix.sources` says (default both; a source whose stage has not run is
-left out).
+left out). With `select.arm` it also writes `selected_mix.parquet`, seed ∪ selected by the same rule: the
+training set of the selected arm, beside augmented (then seed ∪ synthetic) and the seed-only baseline.
 
 Synthetic rows keep their `syn_id` as `problem_id` and get `source = "syn/<generator model>"`; selected rows keep
 their id and `sel/<pool>` source. A new problem whose text repeats a seed problem (or an earlier new one), or
@@ -31,6 +32,7 @@ from sws.near_duplicates import problem_key
 from sws.stage import Stage
 
 STEP = "mix"
+SELECTED_STEP = "mix_selected"
 
 AUGMENTED_COLUMNS = list(SCHEMAS["augmented"])
 
@@ -78,35 +80,49 @@ def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_so
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    source = synthetic_source(cfg)
     present = [kind for kind in cfg.mix.sources if table_path(run_dir, ADDITIONS[kind][0]).exists()]
     # With none present, reading the first names the command that writes it.
-    kinds = present or cfg.mix.sources[:1]
+    return build(cfg, run_dir, STEP, "augmented", present or cfg.mix.sources[:1], force, funnel=True)
+
+
+def run_selected(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    """The selected arm's training set (`select.arm`): seed ∪ selected, by the same rule as augmented."""
+    return build(cfg, Path(run_dir), SELECTED_STEP, "selected_mix", ["selected"], force)
+
+
+def build(cfg: PipelineConfig, run_dir: Path, step: str, table: str, kinds: list[str], force: bool,
+          funnel: bool = False) -> StageResult:
+    """Write `table` (+ its rejected sidecar): the seed problems with those of `kinds` added by `mix`."""
+    source = synthetic_source(cfg)
 
     def body() -> StageResult:
         problems = read_table(run_dir, "problems")
         additions = {kind: read_table(run_dir, ADDITIONS[kind][0]) for kind in kinds}
-        augmented, rejected = mix(problems, additions, source)
-        write_table(run_dir, "augmented", augmented)
-        write_rejected(run_dir, "augmented", rejected)
-        n_added = augmented.height - problems.height
-        ui.info(f"mix: {problems.height} seed + {n_added} {' and '.join(kinds)} = {augmented.height} problems "
+        mixed, rejected = mix(problems, additions, source)
+        write_table(run_dir, table, mixed)
+        write_rejected(run_dir, table, rejected)
+        n_added = mixed.height - problems.height
+        ui.info(f"{step}: {problems.height} seed + {n_added} {' and '.join(kinds)} = {mixed.height} problems "
                 f"({rejected.height} rejected as duplicates)")
-        funnel = funnel_row(STEP, sum(table.height for table in additions.values()), n_added,
-                            rejected["reject_reason"])
-        return StageResult(STEP, rows={"augmented": augmented.height, "augmented.rejected": rejected.height},
-                           info={"seed": problems.height, "synthetic": n_added, "sources": kinds,
-                                 "funnel": funnel.as_info()})
+        info = {"seed": problems.height, "added": n_added, "sources": kinds}
+        if funnel:
+            info["funnel"] = funnel_row(step, sum(frame.height for frame in additions.values()), n_added,
+                                        rejected["reject_reason"]).as_info()
+        return StageResult(step, rows={table: mixed.height, f"{table}.rejected": rejected.height}, info=info)
 
     return run_stage(
-        run_dir, STEP, config={"source": source, "sources": kinds},
+        run_dir, step, config={"source": source, "sources": kinds},
         inputs=[table_path(run_dir, "problems"), *(table_path(run_dir, ADDITIONS[kind][0]) for kind in kinds)],
-        outputs=[table_path(run_dir, "augmented"), rejected_path(run_dir, "augmented")], body=body, force=force,
+        outputs=[table_path(run_dir, table), rejected_path(run_dir, table)], body=body, force=force,
     )
 
 
-DECLARED = (Stage(
-    STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and the "
-    "selected ones (mix.sources).", run, reads=("problems", "filtered"), writes=("augmented",), section="mix",
-    funnel=True,
-    example="sws mix --run runs/demo"),)
+DECLARED = (
+    Stage(STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and "
+          "the selected ones (mix.sources).", run, reads=("problems", "filtered"), writes=("augmented",),
+          section="mix", funnel=True, example="sws mix --run runs/demo"),
+    Stage(SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
+          "selected ones (select.arm).", run_selected, reads=("problems", "selected"), writes=("selected_mix",),
+          section="select", title="mix selected", runs_when=lambda cfg: cfg.select.arm,
+          example="sws mix_selected --run runs/demo"),
+)

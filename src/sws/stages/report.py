@@ -2,9 +2,9 @@
 
 Sections: the run and its roles, category fail ratios and synthesis budget, trajectories of the weak problems,
 the synthesis funnel (with the completions cut off at max_tokens), two judges' analyses per category, the
-difficulty-band histogram, training curves, the evaluation table, weakness
-mitigation, and every problem set's teachability `1 - |2μ - 1|` and gradient-bearing share (0 < μ < 1) under
-each policy. A section whose inputs are missing says which command makes them. When a role is played by an
+difficulty-band histogram, training curves, the evaluation table, weakness mitigation, the three arms side by side
+(seed only, synthetic, selected; with `select.arm`), and every problem set's teachability `1 - |2μ - 1|` and
+gradient-bearing share (0 < μ < 1) under each policy. A section whose inputs are missing says which command makes them. When a role is played by an
 engine the world brings (the arith oracle), the page says what it is, in the world's words.
 """
 
@@ -394,6 +394,83 @@ def mitigation_section(page: Page) -> Section:
     return Section(title, body + weak_like_table(page) + precision_table(page))
 
 
+# The three arms the selected arm (select.arm) compares, as eval names their checkpoints, with their labels.
+ARMS = {"baseline": "seed only", "augmented": "synthetic", "selected": "selected"}
+ARM_DIFFERENCES = (("augmented", "baseline"), ("selected", "baseline"), ("augmented", "selected"))
+# The table each arm trains on (the baseline's is the seed set).
+ARM_TABLES = {"baseline": "problems", "augmented": "augmented", "selected": "selected_mix"}
+
+
+def by_arm(frame: pl.DataFrame, index: list[str], value: str) -> pl.DataFrame:
+    """`value` per `index` row with one column per arm, then each difference between arms, in points."""
+    wide = (frame.filter(pl.col("checkpoint").is_in(list(ARMS)))
+            .pivot(on="checkpoint", index=index, values=value, sort_columns=False))
+    wide = wide.select(*index, *ARMS).rename(ARMS)
+    return wide.with_columns((100 * (pl.col(ARMS[ahead]) - pl.col(ARMS[behind])))
+                             .map_elements("{:+.1f}".format, return_dtype=pl.Utf8)
+                             .alias(f"{ARMS[ahead]} − {ARMS[behind]} (points)") for ahead, behind in ARM_DIFFERENCES)
+
+
+def added_problems(page: Page) -> pl.DataFrame:
+    """Per category and overall, the problems each arm's training set adds to the seed set."""
+    seed = page.table("problems")
+    tables = {ARMS[checkpoint]: page.table(name) for checkpoint, name in ARM_TABLES.items()}
+    tables = {arm: table for arm, table in tables.items() if table is not None}
+    if seed is None or not tables:
+        return pl.DataFrame()
+    added = pl.concat([table.join(seed.select("problem_id"), on="problem_id", how="anti")
+                       .select("category", pl.lit(arm).alias("arm")) for arm, table in tables.items()])
+    counts = pl.concat([added, added.with_columns(pl.lit(eval_stage.OVERALL).alias("category"))])
+    wide = counts.group_by("category", "arm").len().pivot(on="arm", index="category", values="len").fill_null(0)
+    nothing_added = [pl.lit(0, dtype=pl.UInt32).alias(arm) for arm in tables if arm not in wide.columns]
+    return (wide.with_columns(*nothing_added).select("category", *tables)
+            .sort(pl.col("category") == eval_stage.OVERALL, "category"))
+
+
+def arms_section(page: Page) -> Section:
+    """Seed only, synthetic and selected (select.arm): each continues from the initial policy for the same steps."""
+    title = "Synthesis against selection: seed only, synthetic and selected on the same steps"
+    weakness = page.table("eval/weakness")
+    if weakness is None or "selected" not in weakness["checkpoint"].to_list():
+        return Section(title, paragraph(
+            "No selected arm in this run: set select.arm: true (with mix.sources: [synthetic]) to also train seed ∪ "
+            "the pool problems nearest the weak ones (sws select) for as many steps as augmented, and compare.",
+            "missing"))
+    steps = {ARMS[kind]: (curve.height if (curve := page.table(curve_name(kind))) is not None else None)
+             for kind in ARMS}
+    budget = ("as many pool problems as the band filter kept synthetic ones (select.budget empty)"
+              if page.cfg.select.budget is None else f"select.budget = {page.cfg.select.budget} pool problems")
+    body = paragraph(
+        "Each arm continues from the initial policy with the same GRPO settings: seed only (the baseline) on the "
+        "seed set, synthetic (augmented) on seed ∪ the synthetic problems the band filter kept, selected on seed ∪ "
+        f"the pool problems sws select took nearest the weak ones, {budget}, split over the categories by fail "
+        f"ratio. GRPO steps: {', '.join(f'{arm} {count}' for arm, count in steps.items())}. Differences are in "
+        "points; one run's difference is mostly noise, `sws compare` gives them over seeds.")
+    added = added_problems(page)
+    if added.height:
+        body += "<h3>Problems each arm adds to the seed set</h3>" + html_table(added)
+    counts = weakness.filter(pl.col("checkpoint") == "selected").select("category", "n_weak")
+    body += ("<h3>Previously weak problems solved (greedy)</h3>"
+             + html_table(by_arm(weakness, ["category"], "solved").join(counts, on="category", how="left")))
+    benchmarks = page.table("eval/benchmarks")
+    if benchmarks is not None:
+        like = benchmarks.filter(pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
+        if like.height:
+            body += ("<h3>Fresh problems of the weak problems' families (weak_like), Pass@1</h3>"
+                     + html_table(by_arm(like, ["category"], "pass1")))
+        overall = benchmarks.filter((pl.col("category") == eval_stage.OVERALL)
+                                    & (pl.col("eval_set") != eval_stage.WEAK_LIKE_SET))
+        if overall.height:
+            body += ("<h3>Every evaluation set, Pass@1 (the seed set is the training set)</h3>"
+                     + html_table(by_arm(overall, ["eval_set"], "pass1")))
+            per_category = benchmarks.filter((pl.col("category") != eval_stage.OVERALL)
+                                             & ~pl.col("eval_set").is_in([eval_stage.WEAK_LIKE_SET, eval_stage.SEED_SET]))
+            if per_category.height:
+                body += ("<h3>Held-out sets per category, Pass@1</h3>"
+                         + html_table(by_arm(per_category, ["eval_set", "category"], "pass1")))
+    return Section(title, body)
+
+
 def weak_like_table(page: Page) -> str:
     """Pass@1 on fresh problems of the weak problems' families, when eval measured it (the arith world)."""
     benchmarks = page.table("eval/benchmarks")
@@ -608,13 +685,13 @@ MAX_LEDGER_ROWS = 300
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
     overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
     judges_section, band_section, training_section, evaluation_section, benchmarks_section, mitigation_section,
-    contamination_section, teachability_section, rounds_section, environment_section,
+    arms_section, contamination_section, teachability_section, rounds_section, environment_section,
 )
 
 
 def input_files(cfg: PipelineConfig, run_dir: Path) -> list[Path]:
     names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
-             *(curve_name(kind) for kind in TRAIN_KINDS))
+             *(curve_name(kind) for kind in TRAIN_KINDS), *ARM_TABLES.values())
     files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
     files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
     files += [Path(run_dir) / "manifests" / f"{step}.json"

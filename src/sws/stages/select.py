@@ -5,9 +5,11 @@ Reads the pool through `sws prepare`'s reader and schema (a JSON list, JSONL or 
 `prepare`'s options name them, else the usual names; with `prepare.categorize`, the categorizer labels the pool
 rows without a category), `weakness.parquet`, `categories.parquet` and `problems.parquet`; writes
 `selected.parquet` (problem_id, problem, answer, category, source = `sel/<pool>`, distance, nearest_weak_id) and
-`selected.rejected.parquet`.
+`selected.rejected.parquet`. Without `select.pool` the world draws the pool into the run (arith: `pool/arith.jsonl`,
+fresh problems of every family). With `select.arm`, `sws run` runs it after the band filter.
 
-Per category with weak problems, `select.budget` is split by `share` (the largest-remainder rule synthesis uses);
+Per category with weak problems, `select.budget` (empty: as many as the band filter kept, so selection adds as many
+problems as synthesis) is split by `share` (the largest-remainder rule synthesis uses);
 each pool problem's distance is the cosine distance of its embedding (the run's embedder) to the nearest weak
 problem of its category, and the nearest come first, each at most once. The pool is embedded `POOL_CHUNK` rows at
 a time (each chunk cached under `cache/embeddings/`), so a pool of a million problems never has a million
@@ -50,6 +52,7 @@ from sws.policy import policy_role
 from sws.stage import Option, Stage
 from sws.stages.generate import reference_index
 from sws.stages.prepare import categorizer_identity, normalize_records
+from sws.world import get_world
 
 STEP = "select"
 PROBLEM_COLUMNS = ("problem_id", "problem", "answer", "category", "source")
@@ -130,13 +133,29 @@ def in_band(cfg: PipelineConfig, run_dir: Path, selected: pl.DataFrame) -> tuple
     return scored.filter(fits).drop("accuracy"), rejected
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
+def pool_file(cfg: PipelineConfig, run_dir: Path, force: bool) -> Path:
+    """`select.pool`, else the pool the world draws into the run."""
     if cfg.select.pool is None:
-        raise UserError("select.pool: no pool given; pass --pool FILE (a JSON list, JSONL or Parquet file of problems)")
+        drawn = get_world(cfg.world).selection_pool(cfg, run_dir, force)
+        if drawn is None:
+            raise UserError(f"select.pool: no pool given, and world '{cfg.world}' draws none; pass --pool FILE (a "
+                            "JSON list, JSONL or Parquet file of problems)")
+        return drawn
     pool_path = Path(cfg.select.pool)
     if not pool_path.is_file():
         raise UserError(f"{pool_path}: file not found (select.pool); pass a JSON list, JSONL or Parquet file")
+    return pool_path
+
+
+def budget_of(cfg: PipelineConfig, run_dir: Path) -> int:
+    """`select.budget`, else as many problems as the band filter kept: the synthetic arm's count."""
+    return cfg.select.budget if cfg.select.budget is not None else read_table(run_dir, "filtered").height
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    run_dir = Path(run_dir)
+    pool_path = pool_file(cfg, run_dir, force)
+    budget = budget_of(cfg, run_dir)
     if cfg.prepare.categorize:
         require_roles(cfg, ["categorizer"], "the pipeline config")
     band_config = {}
@@ -144,7 +163,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         policy = policy_role(cfg, run_dir)
         band_config = {"band": list(cfg.filter.band), "filter": cfg.filter.model_dump(mode="json", exclude={
             "shard_size"}), "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature}
-    inputs = [pool_path, *(table_path(run_dir, name) for name in ("problems", "weakness", "categories"))]
+    tables = ("problems", "weakness", "categories", *(("filtered",) if cfg.select.budget is None else ()))
+    inputs = [pool_path, *(table_path(run_dir, name) for name in tables)]
     outputs = [table_path(run_dir, "selected"), rejected_path(run_dir, "selected")]
 
     def body() -> StageResult:
@@ -152,7 +172,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
         pool = pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}"))
         fresh, duplicates = not_duplicates(cfg, run_dir, pool)
-        budgets = category_budgets(read_table(run_dir, "categories"), cfg.select.budget)
+        budgets = category_budgets(read_table(run_dir, "categories"), budget)
         without_weakness = fresh.filter(~pl.col("category").is_in(list(budgets)))
         weakness = read_table(run_dir, "weakness").filter(pl.col("weak")).select("problem_id")
         weak = read_table(run_dir, "problems").join(weakness, on="problem_id", how="semi")
@@ -172,11 +192,11 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         write_rejected(run_dir, "selected", rejected_frame)
         reasons = dict(Counter(rejected_frame["reject_reason"].to_list()))
         ui.info(f"{STEP}: {selected.height} of {pool.height + rejected.height} pool problems selected "
-                f"(budget {cfg.select.budget}) -> {outputs[0]}")
+                f"(budget {budget}) -> {outputs[0]}")
         if without_weakness.height == fresh.height and fresh.height:
             ui.info(f"{STEP}: no pool problem is in a category with weak problems; if the pool has no categories, "
                     "set prepare.categorize: true to label it")
-        info = {"per_category": dict(Counter(selected["category"].to_list())), "budgets": budgets,
+        info = {"per_category": dict(Counter(selected["category"].to_list())), "budget": budget, "budgets": budgets,
                 "rejected": reasons}
         if cfg.prepare.categorize:
             info["categorize"] = categorizer.funnel().as_info()
@@ -193,7 +213,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 DECLARED = (Stage(
     STEP, "Take the pool problems nearest to the weak ones, per category under the fail-ratio budget (no "
-    "generation).", run, reads=("problems", "weakness", "categories"), writes=("selected",), section="select",
-    options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file.", str, "--pool"),
-             Option("select.budget", "Problems to select in all (default 200).", int)),
-    example="sws select --run runs/demo --pool pool.jsonl --budget 100", in_run=False),)
+    "generation).", run, reads=("problems", "weakness", "categories", "filtered"), writes=("selected",), section="select",
+    options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file (default: the world's own "
+                    "pool, if it draws one).", str, "--pool"),
+             Option("select.budget", "Problems to select in all (default: as many as the band filter kept).", int)),
+    example="sws select --run runs/demo --pool pool.jsonl --budget 100", runs_when=lambda cfg: cfg.select.arm),)

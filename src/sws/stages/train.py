@@ -1,13 +1,15 @@
-"""`sws train initial|augmented|baseline`: the GRPO runs of the method (DESIGN §1 stages 1 and 6).
+"""`sws train initial|augmented|baseline|selected`: the GRPO runs of the method (DESIGN §1 stages 1 and 6).
 
 - initial: from `train.init_model` (empty in the arith world: the bootstrapped tiny policy) on the seed problems
   → `train/initial/final`, plus `rollouts.parquet`, the rollout log `sws identify` reads;
 - augmented: from `train/initial/final` on `augmented.parquet` → `train/augmented/final`;
 - baseline: from `train/initial/final` on the seed problems, for as many steps as augmented (unless
-  `train.baseline_steps` says otherwise) → `train/baseline/final`; the comparison the paper makes.
+  `train.baseline_steps` says otherwise) → `train/baseline/final`; the comparison the paper makes;
+- selected (with `select.arm`): from `train/initial/final` on `selected_mix.parquet` (seed ∪ the pool problems
+  `sws select` took) for as many steps as augmented → `train/selected/final`; selection against synthesis.
 
-Each run also writes its curve (`train/<kind>/curve.parquet`); augmented and baseline keep their rollout logs
-in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun. With
+Each run also writes its curve (`train/<kind>/curve.parquet`); the runs from the initial policy keep their rollout
+logs in `train/<kind>/rollouts.parquet`. A killed run resumes from its latest checkpoint when rerun. With
 `train.trainer: verl`, or TRL on several GPUs, `dry_run` writes a run's launch (`train/<kind>/launch.sh`)
 without running it.
 """
@@ -41,7 +43,11 @@ from sws.training import TrainJob, progress_path, train, trainer_module
 from sws.world import get_world
 
 CONTINUATIONS = ("augmented", "baseline")
-STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps"}
+# The selected arm trains as long as augmented: only its problems differ.
+STEP_FIELDS = {"initial": "initial_steps", "augmented": "augmented_steps", "baseline": "baseline_steps",
+               "selected": "augmented_steps"}
+# The table each run trains on.
+TRAINING_SETS = {"initial": "problems", "augmented": "augmented", "baseline": "problems", "selected": "selected_mix"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
         raise ValueError(f"unknown training kind '{kind}'; use one of {', '.join(TRAIN_KINDS)}")
     run_dir = Path(run_dir)
     config_file = RunDir(run_dir).config
-    dataset = "augmented" if kind == "augmented" else "problems"
+    dataset = TRAINING_SETS[kind]
     problems = read_table(run_dir, dataset)
     if problems.height == 0:
         raise UserError(f"{table_path(run_dir, dataset)}: no problems to train on; rebuild it with its command")
@@ -115,7 +121,7 @@ def plan(cfg: PipelineConfig, run_dir: Path, kind: str) -> TrainingStage:
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, kind: str = "initial") -> StageResult:
-    """Train the `kind` policy of the run (one of initial, augmented, baseline)."""
+    """Train the `kind` policy of the run (one of TRAIN_KINDS)."""
     run_dir = Path(run_dir)
     stage = plan(cfg, run_dir, kind)
 
@@ -206,7 +212,7 @@ def declaration(kind: str, **fields: Any) -> Stage:
     return Stage(**{
         "name": f"train_{kind}", "summary": f"GRPO-train the {kind} policy.",
         "run": functools.partial(run, kind=kind),
-        "reads": ("augmented" if kind == "augmented" else "problems",),
+        "reads": (TRAINING_SETS[kind],),
         "writes": (f"train/{kind}/curve", "rollouts" if kind == "initial" else f"train/{kind}/rollouts"),
         "section": "train", "command": f"sws train {kind}", **fields,
     })
@@ -214,5 +220,7 @@ def declaration(kind: str, **fields: Any) -> Stage:
 
 DECLARED_INITIAL = (declaration("initial", title="train initial"),)
 # `sws run` trains augmented and baseline together, side by side where it can.
+# The selected arm runs after them (`select.arm`).
 DECLARED_CONTINUATIONS = (declaration("augmented", title="train augmented and baseline", run=run_continuations),
-                          declaration("baseline", in_run=False))
+                          declaration("baseline", in_run=False),
+                          declaration("selected", title="train selected", runs_when=lambda cfg: cfg.select.arm))

@@ -38,7 +38,8 @@ def seed_set(
 def pool(
     run: Annotated[Path, typer.Option(help="Run directory after `sws prepare` (its seed set and config).")],
     out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
-    n: Annotated[int, typer.Option("--n", help="Number of pool problems.", min=1)] = 3000,
+    n: Annotated[int | None, typer.Option("--n", help="Number of pool problems (default: arith.n_pool_problems).",
+                                          min=1)] = None,
 ) -> None:
     """Write a selection pool for `sws select`: fresh problems of every family, none a seed or held-out problem."""
     from sws.artifacts import read_table
@@ -49,7 +50,8 @@ def pool(
 
     if not RunDir(run).table("problems").exists():
         raise UserError(f"{RunDir(run).table('problems')}: not found; run `sws prepare --run {run}` first")
-    count = write_pool(out, load_run_config(run), read_table(run, "problems"), n)
+    cfg = load_run_config(run)
+    count = write_pool(out, cfg, read_table(run, "problems"), cfg.world_settings.n_pool_problems if n is None else n)
     ui.info(f"wrote {count} arith pool problems to {out}")
 
 

@@ -19,6 +19,8 @@ class ArithSettings(Section):
     # Fresh problems of the weak problems' families (`weak_like`), drawn over the weak problems in turn: enough
     # that one run measures a family-level skill to about a point and a half.
     n_weak_like: int = Field(1200, ge=1)
+    # Fresh problems of every family in the pool `sws select` draws from when select.pool is empty.
+    n_pool_problems: int = Field(3000, ge=1)
     # Supervised warm-start steps of the tiny policy (batch 32; about 3 minutes on one idle core).
     bootstrap_steps: int = Field(1200, ge=1)
     # Share of the warm start's carrying additions and borrowing subtractions answered with a column

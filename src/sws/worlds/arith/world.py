@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from sws import ui
-from sws.artifacts import StageResult, run_stage
+from sws.artifacts import StageResult, read_table, run_stage, table_path
 from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
@@ -21,6 +21,7 @@ from sws.worlds.arith.settings import ArithSettings
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
 SEED_SET_STAGE = "seed_set"
+POOL_STAGE = "pool"
 # Held-out problems come from seed streams the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
 WEAK_LIKE_SEED_OFFSET = 104729
@@ -136,6 +137,22 @@ class ArithWorld(World):
                              "answer": fresh.answer, "category": fresh.category})
             drawing = still_fresh
         return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+
+    def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
+        """`arith.n_pool_problems` fresh problems of every family, none a seed or held-out problem."""
+        from sws.worlds.arith.pool import write_pool
+
+        path = RunDir(run_dir).pool_file(self.name)
+        n = self.settings(cfg).n_pool_problems
+
+        def body() -> StageResult:
+            count = write_pool(path, cfg, read_table(run_dir, "problems"), n)
+            ui.info(f"pool: {count} arith problems -> {path}")
+            return StageResult(POOL_STAGE, rows={path.name: count})
+
+        run_stage(run_dir, POOL_STAGE, config={"n": n, "seed": cfg.seed, **self.eval_identity(cfg)},
+                  inputs=[table_path(run_dir, "problems")], outputs=[path], body=body, force=force)
+        return path
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         settings = self.settings(cfg)
