@@ -3,8 +3,8 @@
 The pilot runs in the run's scratch folder `RunDir.estimate` (marked as a pilot, so it uses the run's request
 and embedding caches): extract on every weak problem (its cost does not depend on the budget, and the concept
 sets are drawn from all the concepts), the budget's concept sets drawn as combine draws them, and then
-`synthesize.estimate_share` of those sets (per category, the first by a hash of their id) through generate and
-the later steps. Every request is the one the real run makes for the same problem (same prompt and seed), so
+`synthesize.estimate_share` of those sets (per category, whole families of a concept set's levels and
+variants, by a hash of the concepts) through generate and the later steps. Every request is the one the real run makes for the same problem (same prompt and seed), so
 the real run gets them from the request cache. Per step and role, the pilot's tokens and seconds after combine
 are scaled by sets / pilot sets; extract's are the real ones. Nothing of the real run is written: its tables and
 manifests stay as they were. (With the ray executor, workers do not fill the request cache, so the real run asks
@@ -39,20 +39,33 @@ from sws.stages import combine, extract
 from sws.stages.rounds import link_checkpoint
 
 SAMPLE = "pilot_sets"
+# Below this many pilot sets, the projections of the steps after generate were off by up to a third in the arith
+# world (`bench/estimate.py`: the share of problems that pass generate and rate is drawn from few problems).
+FEW_SETS = 50
 INPUTS = ("weakness", "problems", "categories")
 
 
 def pilot_sets(sets: pl.DataFrame, share: float) -> pl.DataFrame:
-    """`share` of the concept sets (at least one when there are any), split over the categories by their count,
-    the first of each category by a hash of the set id; in the sets' order."""
+    """About `share` of the concept sets (at least one when there are any), split over the categories by their
+    count: whole families (a concept set at every level and instance), taken by a hash of their concepts until
+    the category's count is reached, so that variants that come out the same are rejected in the pilot as in the
+    real run; in the sets' order."""
     if not sets.height:
         return sets
     counts = dict(sets["category"].value_counts().iter_rows())
     wanted = largest_remainder(counts, max(1, round(share * sets.height)))
-    ranked = sets.with_columns(pl.col("set_id").map_elements(lambda text: hashlib.sha256(text.encode()).hexdigest(),
-                                                             return_dtype=pl.Utf8).alias("_hash"))
-    chosen = {set_id for category, count in wanted.items()
-              for set_id in ranked.filter(pl.col("category") == category).sort("_hash")["set_id"][:count]}
+    families = sets.with_columns(pl.col("concepts").list.sort().list.join("\x1f").alias("_family"))
+    chosen: set[str] = set()
+    for category, count in wanted.items():
+        ranked = families.filter(pl.col("category") == category).group_by("_family").agg("set_id").with_columns(
+            pl.col("_family").map_elements(lambda text: hashlib.sha256(text.encode()).hexdigest(),
+                                           return_dtype=pl.Utf8).alias("_hash")).sort("_hash")
+        taken = 0
+        for ids in ranked["set_id"]:
+            if taken >= count:
+                break
+            chosen.update(ids)
+            taken += len(ids)
     return sets.filter(pl.col("set_id").is_in(chosen))
 
 
@@ -144,4 +157,7 @@ def run(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> StageResult:
             f"sets (synthesize.estimate_share {estimate['share']:g}), extract on all "
             f"{estimate['weak_problems'] or 0} weak problems, in {RunDir(run_dir).estimate.root}; its requests are in "
             "the request cache, so the real run (`sws synthesize` without --estimate) does not ask them again")
+    if 0 < estimate.get("pilot_sets", 0) < FEW_SETS < estimate.get("sets", 0):
+        ui.info(f"synthesize --estimate: {estimate['pilot_sets']} pilot sets are few; the steps after generate may be "
+                f"off by a third (raise synthesize.estimate_share for {FEW_SETS} or more)")
     return StageResult("synthesize", info={"estimate": estimate})

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _synthesis_run import noisy_pipeline_file, use_hashed_embeddings, write_identified_run
+from typer.testing import CliRunner
+
+from sws import tokens
+from sws.artifacts import read_manifest
+from sws.cli import app
+from sws.config import PipelineConfig
+from sws.engines.cache import request_key
+from sws.llm_calls import shared_engines
+from sws.run_dir import RunDir
+from sws.stages import synthesize
+from sws.stages.estimate import pilot_sets
+from sws.worlds.arith.oracle import OracleEngine
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(task, request key) of every request that reaches the oracle, in order."""
+    seen: list[tuple[str, str]] = []
+    real = OracleEngine.generate
+
+    def generate(self, requests):
+        seen.extend((request.task, request_key({}, request)) for request in requests)
+        return real(self, requests)
+
+    monkeypatch.setattr(OracleEngine, "generate", generate)
+    return seen
+
+
+def test_the_pilot_projects_each_steps_tokens_within_a_fifth_and_the_real_run_asks_none_of_its_requests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: list[tuple[str, str]]) -> None:
+    use_hashed_embeddings(monkeypatch)
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=200)
+    pipeline = noisy_pipeline_file(tmp_path, budget=400, estimate_share=0.25)
+    before = {path.relative_to(run) for path in run.rglob("*")}
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--estimate"])
+    assert result.exit_code == 0, result.output
+    assert "projected for the whole budget (400 concept sets)" in result.output
+    written = {path.relative_to(run).parts[0] for path in run.rglob("*")
+               if path.relative_to(run) not in before}
+    assert written <= {"estimate", "cache", "config.yaml", ".sws.lock"}  # no table or manifest of the real run
+    estimate = json.loads((RunDir(run).estimate.root / "estimate.json").read_text())
+    assert estimate["sets"] == 400 and 100 <= estimate["pilot_sets"] < 120
+    pilot = {key for _, key in asked}
+    asked.clear()
+
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    real = {key for _, key in asked}
+    assert not real & pilot
+    cfg = PipelineConfig.model_validate({"synthesize": {"budget": 400}})
+    for step in synthesize.steps_on(cfg):
+        actual = tokens.total_tokens((read_manifest(run, step) or {}).get("tokens") or {})
+        projected = tokens.total_tokens(estimate["steps"][step]["tokens"])
+        assert projected == pytest.approx(actual, rel=0.2), step
+    assert tokens.total_tokens(estimate["steps"]["extract"]["tokens"]) == tokens.total_tokens(
+        read_manifest(run, "extract")["tokens"])
+
+    # the pilot's requests are the real run's: a fresh run asks what the pilot and the resumed run asked together
+    fresh = tmp_path / "fresh"
+    write_identified_run(fresh, n_problems=200)
+    asked.clear()
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(fresh), "--config", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    needed = {key for _, key in asked}
+    assert needed <= real | pilot
+    reused = {task for task, key in asked if key in pilot}
+    assert reused == {"extract", "generate", "rate", "label"}
+
+
+def test_a_second_estimate_is_answered_by_the_cache_and_the_scratch_run(tmp_path: Path,
+                                                                         asked: list[tuple[str, str]]) -> None:
+    write_identified_run(tmp_path)
+    cfg = PipelineConfig()
+    cfg.synthesize.budget = 20
+    with shared_engines():
+        first = synthesize.run(cfg, tmp_path, estimate=True).info["estimate"]
+    asked.clear()
+    with shared_engines():
+        again = synthesize.run(cfg, tmp_path, estimate=True).info["estimate"]
+    assert asked == []
+    assert again["steps"].keys() == first["steps"].keys()
+    assert all(again["steps"][step]["tokens"] == first["steps"][step]["tokens"] for step in first["steps"])
+
+
+def test_pilot_sets_take_whole_families_from_each_category_in_the_sets_order() -> None:
+    # category a: 15 concept sets, each at two levels; b: 10 sets at one level
+    sets = pl.DataFrame({"set_id": [f"set-{index}" for index in range(40)],
+                         "category": ["a"] * 30 + ["b"] * 10,
+                         "concepts": [[f"c{index % 15}", "x"] for index in range(30)] + [[f"d{index}"] for index in range(10)]})
+    chosen = pilot_sets(sets, 0.1)
+    assert dict(chosen["category"].value_counts().iter_rows()) == {"a": 4, "b": 1}  # 3 wanted: two whole families
+    families = chosen.filter(pl.col("category") == "a")["concepts"].to_list()
+    assert all(families.count(concepts) == 2 for concepts in families)
+    assert chosen["set_id"].to_list() == [set_id for set_id in sets["set_id"] if set_id in set(chosen["set_id"])]
+    assert set(chosen["set_id"]) <= set(pilot_sets(sets, 0.3)["set_id"])
+    assert pilot_sets(sets, 0.001).height == 2  # one set wanted, its family has two
+
+
+def test_estimate_with_steps_is_refused(tmp_path: Path) -> None:
+    write_identified_run(tmp_path / "run")
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / "run"), "--estimate", "--steps", "extract"])
+    assert result.exit_code == 2
+    assert "leave out --steps" in result.output
