@@ -3,8 +3,8 @@
 The pilot runs in the run's scratch folder `RunDir.estimate` (marked as a pilot, so it uses the run's request
 and embedding caches): extract on every weak problem (its cost does not depend on the budget, and the concept
 sets are drawn from all the concepts), the budget's concept sets drawn as combine draws them, and then
-`synthesize.estimate_share` of those sets (per category, whole families of a concept set's levels and
-variants, by a hash of the concepts) through generate and the later steps. Every request is the one the real run makes for the same problem (same prompt and seed), so
+`synthesize.estimate_share` of those sets (per category, the first by a hash of their id) through generate and
+the later steps. Every request is the one the real run makes for the same problem (same prompt and seed), so
 the real run gets them from the request cache. Per step and role, the pilot's tokens and seconds after combine
 are scaled by sets / pilot sets; extract's are the real ones. Nothing of the real run is written: its tables and
 manifests stay as they were. (With the ray executor, workers do not fill the request cache, so the real run asks
@@ -39,37 +39,27 @@ from sws.stages import combine, extract
 from sws.stages.rounds import link_checkpoint
 
 SAMPLE = "pilot_sets"
-# Below this many pilot sets, the projections of the steps after generate were off by up to a third in the arith
-# world (`bench/estimate.py`: the share of problems that pass generate and rate is drawn from few problems).
-FEW_SETS = 50
+# Below this many pilot sets, the projections of rate and label were off by up to 40 % in the arith world
+# (`bench/estimate.py`; the total by up to 15 %): they rest on the few pilot problems that pass generate and rate.
+FEW_SETS = 200
 INPUTS = ("weakness", "problems", "categories")
 
 
 def pilot_sets(sets: pl.DataFrame, share: float) -> pl.DataFrame:
-    """About `share` of the concept sets (at least one when there are any), split over the categories by their
-    count: whole families (a concept set at every level and instance), taken by a hash of their concepts until
-    the category's count is reached, so that variants that come out the same are rejected in the pilot as in the
-    real run; in the sets' order."""
+    """`share` of the concept sets (at least one when there are any), split over the categories by their count,
+    the first of each category by a hash of the set id; in the sets' order."""
     if not sets.height:
         return sets
     counts = dict(sets["category"].value_counts().iter_rows())
     wanted = largest_remainder(counts, max(1, round(share * sets.height)))
-    families = sets.with_columns(pl.col("concepts").list.sort().list.join("\x1f").alias("_family"))
-    chosen: set[str] = set()
-    for category, count in wanted.items():
-        ranked = families.filter(pl.col("category") == category).group_by("_family").agg("set_id").with_columns(
-            pl.col("_family").map_elements(lambda text: hashlib.sha256(text.encode()).hexdigest(),
-                                           return_dtype=pl.Utf8).alias("_hash")).sort("_hash")
-        taken = 0
-        for ids in ranked["set_id"]:
-            if taken >= count:
-                break
-            chosen.update(ids)
-            taken += len(ids)
+    ranked = sets.with_columns(pl.col("set_id").map_elements(lambda text: hashlib.sha256(text.encode()).hexdigest(),
+                                                             return_dtype=pl.Utf8).alias("_hash"))
+    chosen = {set_id for category, count in wanted.items()
+              for set_id in ranked.filter(pl.col("category") == category).sort("_hash")["set_id"][:count]}
     return sets.filter(pl.col("set_id").is_in(chosen))
 
 
-def prepare_pilot(cfg: PipelineConfig, run_dir: Path) -> Path:
+def prepare_pilot(run_dir: Path) -> Path:
     """The scratch folder with copies of the run's inputs (unchanged copies kept) and its initial checkpoint."""
     run, pilot = RunDir(run_dir), RunDir(run_dir).estimate
     pilot.root.mkdir(parents=True, exist_ok=True)
@@ -87,7 +77,7 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> dict[str,
     """Run the pilot in `RunDir(run_dir).estimate`; its projection for the whole budget (see the module)."""
     from sws.stages import synthesize
 
-    pilot = prepare_pilot(cfg, run_dir)
+    pilot = prepare_pilot(run_dir)
     share = cfg.synthesize.estimate_share
     drawn: dict[str, int] = {}
 
@@ -98,7 +88,6 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> dict[str,
         return StageResult(SAMPLE, rows={"concept_sets": chosen.height}, info={"sets": sets.height})
 
     declared = synthesize.declared_steps()
-    seconds: dict[str, float] = {}
     with shared_engines():
         for step in steps:
             if step == combine.STEP:
@@ -107,44 +96,45 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> dict[str,
                                    outputs=[table_path(pilot, "concept_sets")], body=sample)
                 drawn = {"sets": int(result.info["sets"]), "pilot_sets": int(result.rows["concept_sets"])}
             else:
-                result = declared[step].run(cfg, pilot)
-            seconds[step] = (read_manifest(pilot, SAMPLE if step == combine.STEP else step) or {}).get(
-                "seconds", result.seconds)
+                declared[step].run(cfg, pilot)
     factor = drawn["sets"] / drawn["pilot_sets"] if drawn.get("pilot_sets") else 0.0
     projected: dict[str, Any] = {}
     for step in steps:
+        manifest = read_manifest(pilot, SAMPLE if step == combine.STEP else step) or {}
         scale = 1.0 if step in (extract.STEP, combine.STEP) else factor
-        used = (read_manifest(pilot, step) or {}).get("tokens") or {} if step != combine.STEP else {}
+        used = manifest.get("tokens") or {}
         projected[step] = {
             "tokens": {role: {name: round(value * scale) for name, value in counts.items()}
                        for role, counts in used.items()},
-            "pilot_tokens": used, "seconds": round(seconds[step] * scale, 3), "scale": scale,
+            "pilot_tokens": used, "scale": scale, "seconds": round(manifest.get("seconds", 0.0) * scale, 3),
+            "pilot_in": (manifest.get("info", {}).get("funnel") or {}).get("in"),
         }
-    estimate = {"share": share, **drawn, "steps": projected,
-                "weak_problems": (read_manifest(pilot, extract.STEP) or {}).get("info", {}).get("funnel", {}).get("in")}
+    estimate = {"share": share, **drawn, "steps": projected, "weak_problems": projected[extract.STEP]["pilot_in"]}
     write_json(RunDir(pilot).root / "estimate.json", estimate)
     return estimate
 
 
 def projection_table(estimate: dict[str, Any], pricing: dict[str, Any]) -> pl.DataFrame:
-    """Per step and role: projected prompt and completion tokens, completions, cost and seconds; then the total."""
+    """Per step and role: the rows the pilot's step took in, the projected prompt and completion tokens,
+    completions, cost and seconds; then the total."""
     rows, total, seconds = [], {}, 0.0
     for step, projected in estimate["steps"].items():
         seconds += projected["seconds"]
         roles = sorted(projected["tokens"].items()) or [("", None)]
         for index, (role, used) in enumerate(roles):
-            rows.append({"step": step, "role": role, "prompt tokens": used and used["prompt"],
+            rows.append({"step": step, "role": role, "pilot in": projected.get("pilot_in") if index == 0 else None,
+                         "prompt tokens": used and used["prompt"],
                          "completion tokens": used and used["completion"], "completions": used and used["completions"],
                          "cost ($)": tokens.cost({role: used}, pricing) if used else None,
                          "seconds": projected["seconds"] if index == 0 else None})
             if used:
                 total = tokens.add(total, {role: used})
-    rows.append({"step": "total", "role": "", "prompt tokens": sum(u["prompt"] for u in total.values()),
+    rows.append({"step": "total", "role": "", "pilot in": None, "prompt tokens": sum(u["prompt"] for u in total.values()),
                  "completion tokens": sum(u["completion"] for u in total.values()),
                  "completions": sum(u["completions"] for u in total.values()),
                  "cost ($)": tokens.cost(total, pricing), "seconds": round(seconds, 3)})
-    schema = {"step": pl.Utf8, "role": pl.Utf8, "prompt tokens": pl.Int64, "completion tokens": pl.Int64,
-              "completions": pl.Int64, "cost ($)": pl.Float64, "seconds": pl.Float64}
+    schema = {"step": pl.Utf8, "role": pl.Utf8, "pilot in": pl.Int64, "prompt tokens": pl.Int64,
+              "completion tokens": pl.Int64, "completions": pl.Int64, "cost ($)": pl.Float64, "seconds": pl.Float64}
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -158,6 +148,7 @@ def run(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> StageResult:
             f"{estimate['weak_problems'] or 0} weak problems, in {RunDir(run_dir).estimate.root}; its requests are in "
             "the request cache, so the real run (`sws synthesize` without --estimate) does not ask them again")
     if 0 < estimate.get("pilot_sets", 0) < FEW_SETS < estimate.get("sets", 0):
-        ui.info(f"synthesize --estimate: {estimate['pilot_sets']} pilot sets are few; the steps after generate may be "
-                f"off by a third (raise synthesize.estimate_share for {FEW_SETS} or more)")
+        ui.info(f"synthesize --estimate: the steps after generate are projected from the few pilot problems that "
+                f"reached them ('pilot in'), so take them as rough; raise synthesize.estimate_share (to "
+                f"{FEW_SETS} pilot sets or more) for a closer projection")
     return StageResult("synthesize", info={"estimate": estimate})
