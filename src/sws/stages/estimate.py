@@ -73,7 +73,7 @@ def prepare_pilot(run_dir: Path) -> Path:
     return pilot.root
 
 
-def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> dict[str, Any]:
+def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool = False) -> dict[str, Any]:
     """Run the pilot in `RunDir(run_dir).estimate`; its projection for the whole budget (see the module)."""
     from sws.stages import synthesize
 
@@ -93,10 +93,10 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> dict[str,
             if step == combine.STEP:
                 result = run_stage(pilot, SAMPLE, config={**combine.settings(cfg), "share": share},
                                    inputs=[table_path(pilot, "concepts"), table_path(pilot, "categories")],
-                                   outputs=[table_path(pilot, "concept_sets")], body=sample)
+                                   outputs=[table_path(pilot, "concept_sets")], body=sample, force=force)
                 drawn = {"sets": int(result.info["sets"]), "pilot_sets": int(result.rows["concept_sets"])}
             else:
-                declared[step].run(cfg, pilot)
+                declared[step].run(cfg, pilot, force)
     factor = drawn["sets"] / drawn["pilot_sets"] if drawn.get("pilot_sets") else 0.0
     projected: dict[str, Any] = {}
     for step in steps:
@@ -138,9 +138,9 @@ def projection_table(estimate: dict[str, Any], pricing: dict[str, Any]) -> pl.Da
     return pl.DataFrame(rows, schema=schema)
 
 
-def run(cfg: PipelineConfig, run_dir: Path, steps: list[str]) -> StageResult:
-    """Run the pilot, print the projection, and stop."""
-    estimate = run_pilot(cfg, run_dir, steps)
+def run(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool = False) -> StageResult:
+    """Run the pilot (`force`: every step of it again), print the projection, and stop."""
+    estimate = run_pilot(cfg, run_dir, steps, force)
     table = projection_table(estimate, cfg.pricing)
     ui.console.print(dataframe_table(table, f"projected for the whole budget ({estimate.get('sets', 0)} concept sets)"))
     ui.info(f"synthesize --estimate: a pilot of {estimate.get('pilot_sets', 0)} of {estimate.get('sets', 0)} concept "

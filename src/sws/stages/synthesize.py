@@ -76,7 +76,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
             raise UserError("--estimate projects the whole synthesis; leave out --steps")
         from sws.stages import estimate as pilot
 
-        return pilot.run(cfg, run_dir, steps_on(cfg))
+        return pilot.run(cfg, run_dir, steps_on(cfg), force)
     named = list(declared) if steps is None else parse_steps(",".join(steps))
     chosen = [step for step in named if step in steps_on(cfg)]
     for step in named if steps is not None else ():
@@ -108,9 +108,9 @@ DECLARED = (Stage(
     uses_executor=True, command="sws synthesize", options=(
         Option("synthesize.budget", "Concept sets (new problems) to sample in all (default 200).", int),
         Option("synthesize.max_tokens", "Stop cleanly between shards once the steps' prompt + completion tokens "
-               "reach this; rerun with a higher cap to continue.", int),
+               "reach this (exit code 3); rerun with a higher cap to continue.", int),
         Option("synthesize.max_cost", "Stop cleanly between shards once the steps' cost (from `pricing`, dollars) "
-               "reaches this; rerun with a higher cap to continue.", float),
+               "reaches this (exit code 3); rerun with a higher cap to continue.", float),
         Option("synthesize.estimate_share", "--estimate: share of the concept sets the pilot runs (default 0.05).",
                float),
     )),)
