@@ -11,12 +11,12 @@ from typer.testing import CliRunner
 from sws import tokens
 from sws.artifacts import read_manifest
 from sws.cli import app
-from sws.config import PipelineConfig
+from sws.config import PipelineConfig, Price
 from sws.engines.cache import request_key
 from sws.llm_calls import shared_engines
 from sws.run_dir import RunDir
 from sws.stages import synthesize
-from sws.stages.estimate import pilot_sets
+from sws.stages.estimate import pilot_sets, projection_table
 from sws.worlds.arith.oracle import OracleEngine
 
 
@@ -109,3 +109,15 @@ def test_estimate_with_steps_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / "run"), "--estimate", "--steps", "extract"])
     assert result.exit_code == 2
     assert "leave out --steps" in result.output
+
+
+def test_the_projection_prices_each_role_and_sums_the_steps() -> None:
+    counts = {"prompt": 2_000_000, "completion": 1_000_000, "completions": 10}
+    estimate = {"steps": {"extract": {"tokens": {"extractor": counts}, "seconds": 1.0, "pilot_in": 5},
+                          "combine": {"tokens": {}, "seconds": 2.0, "pilot_in": None},
+                          "label": {"tokens": {"labeler": counts}, "seconds": 3.0, "pilot_in": 4}}}
+    table = projection_table(estimate, {"labeler": Price(input=1.0, output=2.0)})
+    assert table["step"].to_list() == ["extract", "combine", "label", "total"]
+    assert table["cost ($)"].to_list() == [None, None, pytest.approx(4.0), pytest.approx(4.0)]
+    total = table.row(-1, named=True)
+    assert (total["prompt tokens"], total["completion tokens"], total["seconds"]) == (4_000_000, 2_000_000, 6.0)
