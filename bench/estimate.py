@@ -3,7 +3,8 @@
 Arith world, the noisy oracle teachers of `synthesis_quality` (600 seed problems, a third of them weak): for each
 budget and `synthesize.estimate_share`, a fresh run directory gets the pilot (`--estimate`), then the full run,
 which reads the pilot's answers from the request cache; the table gives the projection, the actual count and
-the error per step.
+the error per step, after a line with the pilot's size, how many of the budget's sets are variants
+(instance-filled) and the share of generated problems dropped as near-duplicates in the pilot and in the run.
 
     PYTHONPATH=src .venv/bin/python bench/estimate.py [--budgets 200 1000] [--shares 0.05 0.1 0.2] [--seeds 0]
 """
@@ -20,7 +21,6 @@ from synthesis_quality import identified_run, noisy_config
 
 from sws import tokens, ui
 from sws.artifacts import read_manifest
-from sws.llm_calls import shared_engines
 from sws.run_dir import RunDir
 from sws.stages import synthesize
 
@@ -35,8 +35,7 @@ def compare(budget: int, share: float, seed: int) -> list[tuple[str, int, int]]:
         cfg.seed = seed
         synthesize.run(cfg, run, estimate=True)
         estimate = json.loads((RunDir(run).estimate.root / "estimate.json").read_text())
-        with shared_engines():
-            synthesize.run(cfg, run)
+        synthesize.run(cfg, run)
         rows = []
         for step in synthesize.steps_on(cfg):
             actual = (read_manifest(run, step) or {}).get("tokens") or {}
