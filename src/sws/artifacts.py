@@ -410,9 +410,10 @@ MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
+def read_manifest(run_dir: Path, stage: str, partial: bool = False) -> dict[str, Any] | None:
     """The stage's manifest, or None when there is none or it is not one sws wrote (cut short, edited, another
-    file): then the stage counts as not run, and runs again."""
+    file): then the stage counts as not run, and runs again. A partial manifest (a step stopped at a spending
+    cap) counts as not run too, unless `partial` asks for it."""
     path = RunDir(run_dir).manifest(stage)
     if not path.exists():
         return None
@@ -427,7 +428,7 @@ def read_manifest(run_dir: Path, stage: str) -> dict[str, Any] | None:
         what = f"field '{wrong}' missing or mistyped" if isinstance(manifest, dict) else "not a JSON object"
         ui.info(f"{path}: not a manifest sws wrote ({what}); the stage counts as not run")
         return None
-    return manifest
+    return manifest if partial or not manifest.get("partial") else None
 
 
 @dataclass
@@ -504,9 +505,12 @@ def run_stage(
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({RunDir(run_dir).manifest(stage)} matches; --force reruns it)")
+        tokens.record_done(previous.get("tokens") or {})
         return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
     if reason is not None and reason.startswith("output"):
         ui.info(f"{stage}: {reason}; running it again")
+    if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
+        ui.info(f"{stage}: stopped at a spending cap before; continuing from its finished shards")
     _remove_manifest(run_dir, stage)
     _remove_leftover_temporaries(outputs)
     started = time.perf_counter()
@@ -515,6 +519,15 @@ def run_stage(
     try:
         with tokens.ledger() as used_tokens:
             result = body()
+    except tokens.CapReached as stop:
+        with interrupts_deferred():
+            declared.discard()
+            write_json(layout.manifest(stage), {
+                "stage": stage, "partial": True, "config_hash": wanted_hash, "inputs": inputs_fp, "outputs": {},
+                "rows": {}, "info": {"stopped_at": stop.setting}, "seconds": round(time.perf_counter() - started, 3),
+                **({"tokens": used_tokens} if used_tokens else {}), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            })
+        raise
     except BaseException:
         with interrupts_deferred():
             declared.discard()

@@ -12,13 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from sws import preflight, ui
+from sws import preflight, tokens, ui
 from sws.config import PipelineConfig, load_run_config, role_config, save_run_config
 from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.run_lock import run_lock
-from sws.stage import Stage, all_stages
+from sws.stage import Stage, all_stages, get_stage
 from sws.world import all_worlds, get_world
+
+# A run stopped at a spending cap (synthesize.max_tokens, synthesize.max_cost): not an error, but not done either,
+# so a script does not go on to the next command.
+CAPPED_EXIT = 3
 
 app = typer.Typer(
     help="sws: turn a preliminary RL run's failures into verified synthetic problems and an augmented RL run.\n\n"
@@ -50,6 +54,12 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             print("error: interrupted; finished stages are kept, the same command resumes", file=sys.stderr)
             raise typer.Exit(130) from None
+        except tokens.CapReached as stop:
+            setting = stop.setting.split(" ")[0]
+            flag = "--" + setting.rsplit(".", 1)[-1].replace("_", "-")
+            print(f"stopped: {stop}; what is done is kept (finished shards, a partial manifest); rerun the same "
+                  f"command with a higher {setting} ({flag}) to continue", file=sys.stderr)
+            raise typer.Exit(CAPPED_EXIT) from None
 
     return wrapper
 
@@ -91,6 +101,18 @@ ExecutorOpt = Annotated[
 ]
 
 
+def option_parameters(stage: Stage) -> list[inspect.Parameter]:
+    """A command's parameters for the stage's declared options (each sets one config field)."""
+    return [inspect.Parameter(option.field.replace(".", "_"), inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=Annotated[option.type | None, typer.Option(option.flags, help=option.help)])
+            for option in stage.options]
+
+
+def option_overrides(stage: Stage, values: dict[str, Any]) -> dict[str, Any]:
+    """The config overrides the stage's declared options were given."""
+    return {option.field: values[option.field.replace(".", "_")] for option in stage.options}
+
+
 def check_run_dir(run: Path) -> None:
     if run.exists() and not run.is_dir():
         raise UserError(f"{run}: not a directory; --run takes a run directory (new or existing)")
@@ -110,7 +132,11 @@ def run_command(
         cfg = load_run_config(run, pipeline, overrides)
         source = pipeline or (RunDir(run).config if RunDir(run).config.exists() else "command-line options")
         preflight.check(cfg, command, source, steps)
-        action(cfg)
+        try:
+            action(cfg)
+        except tokens.CapReached:
+            save_run_config(run, cfg)  # the steps done ran with it, and the rerun with a higher cap continues them
+            raise
         if save:
             save_run_config(run, cfg)
     return cfg
@@ -183,23 +209,33 @@ def ingest(
     }, lambda cfg: stage.run(cfg, run, force=force), "ingest")
 
 
-@command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine --budget 100")
-def synthesize(
-    run: RunOpt,
-    steps: Annotated[
-        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label,audit (default all; audit only with roles.auditor).")
-    ] = None,
-    budget: Annotated[int | None, typer.Option(help="Concept sets (new problems) to sample in all (default 200).")] = None,
-    executor: ExecutorOpt = None,
-    config: PipelineOpt = None,
-    force: ForceOpt = False,
-) -> None:
+def synthesize(run: Path, steps: str | None, executor: str | None, estimate: bool, config: Path | None, force: bool,
+               **options: Any) -> None:
     """Turn the weak problems into new problems with verified reference answers, and print the funnel."""
     from sws.stages import synthesize as stage
 
     chosen = stage.parse_steps(steps)
-    run_command(run, config, {"synthesize.budget": budget, "executor.kind": executor},
-                lambda cfg: stage.run(cfg, run, force=force, steps=chosen), "synthesize", chosen)
+    overrides = {"executor.kind": executor, **option_overrides(get_stage("synthesize"), options)}
+    run_command(run, config, overrides,
+                lambda cfg: stage.run(cfg, run, force=force, steps=chosen if steps or not estimate else None,
+                                      estimate=estimate), "synthesize", chosen)
+
+
+synthesize.__signature__ = inspect.Signature([
+    inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, annotation=RunOpt),
+    inspect.Parameter("steps", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option(help="Comma-separated sub-steps to run: extract,combine,generate,rate,label,audit "
+                                 "(default all; audit only with roles.auditor).")]),
+    *option_parameters(get_stage("synthesize")),
+    inspect.Parameter("executor", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ExecutorOpt),
+    inspect.Parameter("estimate", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
+        bool, typer.Option("--estimate", help="Run a pilot of synthesize.estimate_share of the budget through every "
+                           "step (kept in the request cache for the real run), print the tokens, cost and time "
+                           "projected for the whole budget, and stop.")]),
+    inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=PipelineOpt),
+    inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=ForceOpt),
+])
+command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine --budget 100")(synthesize)
 
 
 @command(epilog="Example: sws train initial --run runs/demo --steps 200")
@@ -380,19 +416,16 @@ def run_pipeline(
 def declared_command(stage: Stage) -> None:
     """`sws <stage> --run DIR [options] [--config FILE] [--force]`, made from the stage's declaration: each of
     its options sets one config field."""
-    names = {option.field: option.field.replace(".", "_") for option in stage.options}
     parameters = [
         inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, annotation=RunOpt),
-        *(inspect.Parameter(names[option.field], inspect.Parameter.KEYWORD_ONLY, default=None,
-                            annotation=Annotated[option.type | None, typer.Option(option.flags, help=option.help)])
-          for option in stage.options),
+        *option_parameters(stage),
         inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=PipelineOpt),
         inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=ForceOpt),
     ]
 
     def run_declared(run: Path, config: Path | None, force: bool, **options: Any) -> None:
-        overrides = {field: options[name] for field, name in names.items()}
-        run_command(run, config, overrides, lambda cfg: stage.run(cfg, run, force=force), stage.name)
+        run_command(run, config, option_overrides(stage, options), lambda cfg: stage.run(cfg, run, force=force),
+                    stage.name)
 
     run_declared.__signature__ = inspect.Signature(parameters)
     run_declared.__doc__ = stage.summary

@@ -175,6 +175,13 @@ class SynthesizeConfig(Section):
     # seed + 1, ..., as n_mode fanout sends them), and a problem gets no more once its keep-or-reject decision
     # (and its label) can no longer change. None: all label_samples in one request.
     label_wave: int | None = Field(None, ge=1)
+    # `sws synthesize --estimate`: the share of the concept sets its pilot runs through generate and the later
+    # steps (extract runs on every weak problem, as the real run does).
+    estimate_share: float = Field(0.05, gt=0, le=1)
+    # Spending caps: the run stops cleanly between shards once the tokens (prompt + completion) or the cost
+    # (from `pricing`) of the steps it runs reach the cap; the same command with a higher cap continues.
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0)
 
 
 class FilterConfig(Section):

@@ -57,12 +57,22 @@ def check_role_engines(cfg: PipelineConfig, roles: Iterable[str]) -> None:
             check_engine(engine)
 
 
+def check_cost_cap(cfg: PipelineConfig, roles: Iterable[str], source: Path | str) -> None:
+    """`synthesize.max_cost` counts priced tokens only, so a cap without a price for any role would never stop."""
+    if cfg.synthesize.max_cost is not None and not any(role in cfg.pricing for role in roles or cfg.pricing):
+        raise UserError(f"{source}: field 'synthesize.max_cost' is set but 'pricing' prices none of the synthesis "
+                        "roles, so the cap would never be reached; add e.g. `pricing: {generator: {input: 0.5, "
+                        "output: 1.5}}` or use synthesize.max_tokens")
+
+
 def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
     """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
     roles = [role for step in steps if get_stage(step).is_on(cfg) for role in get_stage(step).roles]
     require_roles(cfg, roles, source)
     check_role_engines(cfg, roles)
     check_files(cfg, command, source)
+    if command in ("synthesize", "run"):
+        check_cost_cap(cfg, roles, source)
     if command in ("eval", "run"):
         held_out.check_settings(cfg, source)
     check_executor(cfg, command)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sws.errors import UserError
 
+PILOT_MARKER = ".pilot"
+
 
 @dataclass(frozen=True)
 class RunDir:
@@ -64,8 +66,20 @@ class RunDir:
         return self.root / ".sws.lock"
 
     @property
+    def caches(self) -> Path:
+        """The request and embedding caches; the estimate's pilot uses its run's, so the run reuses its answers."""
+        pilot_of = self.root.parent if (self.root / PILOT_MARKER).is_file() else self.root
+        return pilot_of / "cache"
+
+    @property
     def request_cache(self) -> Path:
-        return self.root / "cache" / "requests.sqlite"
+        return self.caches / "requests.sqlite"
+
+    @property
+    def estimate(self) -> RunDir:
+        """The scratch run of `sws synthesize --estimate`'s pilot (marked by `PILOT_MARKER`); nothing of the run
+        itself is written there."""
+        return RunDir(self.root / "estimate")
 
     @property
     def shards(self) -> Path:
@@ -73,7 +87,7 @@ class RunDir:
         return self.root / "shards"
 
     def embedding_cache(self, slug: str) -> Path:
-        return self.root / "cache" / "embeddings" / f"{slug}.parquet"
+        return self.caches / "embeddings" / f"{slug}.parquet"
 
     def seed_file(self, world: str) -> Path:
         """The seed set a world's setup step draws for `sws prepare`."""

@@ -1,6 +1,9 @@
 from pathlib import Path
 
+import pytest
+
 import sws.engines
+from sws import tokens
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request
 from sws.executors import executor_for
@@ -42,3 +45,20 @@ def test_no_requests_write_no_shard(tmp_path: Path) -> None:
     executor = executor_for(PipelineConfig(), tmp_path)
     assert executor.complete("labeler", EngineConfig(engine="oracle"), [], 3, "label") == []
     assert not list(shards_dir(tmp_path).glob("*.done"))
+
+
+def test_under_a_cap_the_shards_run_one_at_a_time_until_it_is_reached(tmp_path: Path) -> None:
+    executor = executor_for(PipelineConfig(), tmp_path)
+    role = EngineConfig(engine="oracle")
+    whole = executor_for(PipelineConfig(), tmp_path / "whole").complete("labeler", role, label_requests(8), 2, "label")
+    per_shard = [sum(c.tokens + c.prompt_tokens for answers in whole[start:start + 2] for c in answers)
+                 for start in range(0, 8, 2)]
+    cap = tokens.Cap(max_tokens=per_shard[0] + 1, max_cost=None, pricing={})
+    with tokens.capped(cap), pytest.raises(tokens.CapReached):
+        executor.complete("labeler", role, label_requests(8), shard_size=2, description="label")
+    assert len(list(shards_dir(tmp_path).glob("*.done"))) == 2  # the shard that passed the cap was finished
+    assert tokens.total_tokens(cap.spent) == sum(per_shard[:2])
+    cap = tokens.Cap(max_tokens=sum(per_shard) + 1, max_cost=None, pricing={})
+    with tokens.capped(cap):
+        assert executor.complete("labeler", role, label_requests(8), shard_size=2, description="label") == whole
+    assert tokens.total_tokens(cap.spent) == sum(per_shard)

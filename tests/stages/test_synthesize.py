@@ -311,3 +311,79 @@ def test_tokens_from_the_servers_usage_are_summed_per_step_and_role(tmp_path: Pa
     assert table["step"][-1] == "total" and table["cost ($)"][-1] == pytest.approx(
         label["prompt"] * 1e-6 + label["completion"] * 2e-6)
     assert "tokens, $" in result.output and "per labeled problem" in result.output
+
+
+def oracle_requests(monkeypatch) -> list[str]:
+    """The key of every request that reaches the oracle engine."""
+    from sws.engines.cache import request_key
+    from sws.worlds.arith.oracle import OracleEngine
+
+    seen: list[str] = []
+    real = OracleEngine.generate
+
+    def generate(self, requests):
+        seen.extend(request_key({"options": self.rates}, request) for request in requests)
+        return real(self, requests)
+
+    monkeypatch.setattr(OracleEngine, "generate", generate)
+    return seen
+
+
+def synthesis_tables(run: Path) -> dict[str, list]:
+    return {f"{name}{part}": read_parquet(run / f"{name}{part}.parquet").rows()
+            for name in OUTPUTS for part in ("", ".rejected") if (run / f"{name}{part}.parquet").exists()}
+
+
+def test_a_run_stopped_at_max_tokens_continues_with_a_higher_cap_asking_nothing_twice(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    asked = oracle_requests(monkeypatch)
+    pipeline = noisy_pipeline_file(tmp_path, budget=40, shard_size=4)
+    straight = tmp_path / "straight"
+    write_identified_run(straight, n_problems=60)
+    assert CliRunner().invoke(app, ["synthesize", "--run", str(straight), "--config", str(pipeline)]).exit_code == 0
+    uncapped, total = list(asked), sum(
+        counts["prompt"] + counts["completion"]
+        for step in synthesize.steps_on(PipelineConfig()) for counts in read_manifest(straight, step).get("tokens", {}).values())
+    asked.clear()
+
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=60)
+    stops = []
+    for cap in (total // 3, total // 3, 2 * total // 3):
+        result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline),
+                                          "--max-tokens", str(cap)])
+        assert result.exit_code == 3, result.output
+        [line] = [line for line in result.output.splitlines() if line.startswith("stopped:")]
+        assert f"reached synthesize.max_tokens = {cap:,} after" in line and "--max-tokens" in line
+        spent = int(line.split(" after ")[1].split(" tokens")[0].replace(",", ""))
+        assert cap <= spent < total
+        partial = [step for step in synthesize.steps_on(PipelineConfig())
+                   if (read_manifest(run, step, partial=True) or {}).get("partial")]
+        assert len(partial) == 1 and read_manifest(run, partial[0]) is None  # a partial step counts as not done
+        assert not (run / "labeled.parquet").exists()
+        stops.append((partial[0], spent, len(asked)))
+    assert stops[1] == stops[0]  # the same cap again: stopped at the same shard, no new request
+    assert stops[2][1] > stops[0][1]
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    assert len(asked) == len(set(asked))  # no request reached the engine twice
+    assert sorted(asked) == sorted(uncapped)
+    assert synthesis_tables(run) == synthesis_tables(straight)
+    assert all(read_manifest(run, step) is not None for step in synthesize.steps_on(PipelineConfig()))
+
+
+def test_max_cost_stops_on_the_priced_roles_and_needs_a_price(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=60)
+    pipeline = noisy_pipeline_file(tmp_path, budget=20, shard_size=4)
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--max-cost", "1"])
+    assert result.exit_code == 2 and "'pricing' prices none of the synthesis roles" in result.output
+    assert not (run / "manifests").exists()
+    priced = yaml.safe_load(pipeline.read_text()) | {"pricing": {"generator": {"input": 1000.0, "output": 1000.0}}}
+    pipeline.write_text(yaml.safe_dump(priced))
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--max-cost", "1"])
+    assert result.exit_code == 3, result.output
+    assert "reached synthesize.max_cost = $1 after" in result.output and "--max-cost" in result.output
+    assert read_manifest(run, "generate", partial=True)["partial"] and read_manifest(run, "extract") is not None
+    spent = read_manifest(run, "generate", partial=True)["tokens"]["generator"]
+    assert (spent["prompt"] + spent["completion"]) * 1000 / 1e6 >= 1

@@ -22,7 +22,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.current_policy import resolved
 from sws.engines.base import Completion, Request
 from sws.engines.cache import cache_identity
-from sws.executors.shards import Shard, plan_shards, read_completions, shards_dir
+from sws.executors.shards import Shard, plan_shards, read_completions, shard_tokens, shards_dir
 from sws.grading import GradedFn
 
 
@@ -49,15 +49,32 @@ class Executor:
         if len(pending) < len(shards):
             ui.info(f"{description}: {len(shards) - len(pending)} of {len(shards)} shards already done in {folder}; "
                     f"running the other {len(pending)}")
-        if pending:
+        if pending and not tokens.capping():
             self.run_shards(role_name, role, pending, description)
+        elif pending:
+            self.run_capped(role_name, role, shards, pending, description)
         for completions in read_completions(shards):
             tokens.record(role_name, [completions])
             yield completions
 
+    def run_capped(self, role_name: str, role: EngineConfig, shards: list[Shard], pending: list[Shard],
+                   description: str) -> None:
+        """`run_shards` in waves of the shards it runs at once, asking the spending cap before each wave: a wave
+        in flight finishes and is written, the next is not started."""
+        since = shard_tokens(role_name, [shard for shard in shards if shard.done])
+        wave = self.shards_at_once(role_name)
+        for start in range(0, len(pending), wave):
+            tokens.check_cap(since)
+            self.run_shards(role_name, role, pending[start:start + wave], description)
+            since = tokens.add(since, shard_tokens(role_name, pending[start:start + wave]))
+
     def run_shards(self, role_name: str, role: EngineConfig, pending: list[Shard], description: str) -> None:
         """Write the completions and marker of every pending shard."""
         raise NotImplementedError
+
+    def shards_at_once(self, role_name: str) -> int:
+        """How many shards `run_shards` runs side by side."""
+        return 1
 
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
         """`fn` over the items in batches, each batch graded by a pool of spawned grading processes."""

@@ -146,6 +146,9 @@ class RayExecutor(Executor):
         check_gpus(role_name, resources.gpus)
         self._run_shards(role_name, role, resources, shards_dir(self.run_dir), pending, description)
 
+    def shards_at_once(self, role_name: str) -> int:
+        return self.settings.roles.get(role_name, RoleResources()).replicas
+
     def _run_shards(self, role_name: str, role: EngineConfig, resources: RoleResources, folder: Path,
                     pending: list[Shard], description: str) -> None:
         track = f"{description} (ray, {role_name})"

@@ -121,3 +121,16 @@ def read_completions(shards: Sequence[Shard]) -> Iterator[list[Completion]]:
                                                             "prompt_tokens").iter_rows():
             yield [Completion(text, count, reason, prompt) for text, count, reason, prompt
                    in zip(texts, tokens, reasons, prompts, strict=True)]
+
+
+def shard_tokens(role: str, shards: Sequence[Shard]) -> dict[str, dict[str, int]]:
+    """The token counts of finished shards' completions, as `sws.tokens` counts them for `role`."""
+    counts = {"prompt": 0, "completion": 0, "completions": 0}
+    for shard in shards:
+        table = read_parquet(shard.completions_path)
+        completion = table["tokens"].explode().drop_nulls()
+        counts["completion"] += int(completion.sum())
+        counts["completions"] += completion.len()
+        if "prompt_tokens" in table.columns:
+            counts["prompt"] += int(table["prompt_tokens"].explode().drop_nulls().sum())
+    return {role: counts}

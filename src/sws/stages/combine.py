@@ -84,17 +84,22 @@ def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: i
     return largest_remainder(wanted, budget) if wanted else {}
 
 
+def settings(cfg: PipelineConfig) -> dict[str, object]:
+    """What decides the concept sets drawn from the concepts and categories."""
+    synth = cfg.synthesize
+    return {
+        "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size,
+        "temperature": synth.temperature, "cooc_weight": synth.cooc_weight, "sim_weight": synth.sim_weight,
+        "levels": synth.levels, "fill_budget": synth.fill_budget,
+        "embedder": cfg.roles.embedder.model,
+    }
+
+
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    synth = cfg.synthesize
     return run_stage(
         run_dir, STEP,
-        config={
-            "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size,
-            "temperature": synth.temperature, "cooc_weight": synth.cooc_weight, "sim_weight": synth.sim_weight,
-            "levels": synth.levels, "fill_budget": synth.fill_budget,
-            "embedder": cfg.roles.embedder.model,
-        },
+        config=settings(cfg),
         inputs=[table_path(run_dir, "concepts"), table_path(run_dir, "categories")],
         outputs=[table_path(run_dir, "concept_sets")],
         body=lambda: _combine(cfg, run_dir),
@@ -103,6 +108,13 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 
 def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
+    sets, info = draw_concept_sets(cfg, run_dir)
+    write_table(run_dir, "concept_sets", sets)
+    return StageResult(STEP, rows={"concept_sets": sets.height}, info=info)
+
+
+def draw_concept_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[pl.DataFrame, dict[str, object]]:
+    """The concept sets of the budget and combine's manifest info (funnel row, spending per category)."""
     synth = cfg.synthesize
     concepts = read_table(run_dir, "concepts")
     categories = read_table(run_dir, "categories")
@@ -127,12 +139,11 @@ def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
                      "category": category, "concepts": list(plan.drawn.concepts), "level": plan.drawn.level,
                      "instance": plan.instance}
                     for plan in planned)
-    write_table(run_dir, "concept_sets", pl.DataFrame(rows, schema=empty_table("concept_sets").schema))
     budgeted = sum(budgets.values())
     row = funnel_row(STEP, budgeted, len(rows), ["duplicate_set"] * (budgeted - len(rows)))
-    return StageResult(STEP, rows={"concept_sets": len(rows)}, info={
+    return pl.DataFrame(rows, schema=empty_table("concept_sets").schema), {
         "funnel": row.as_info(), "spending": spending, "duplicate_draws": duplicates_drawn,
-    })
+    }
 
 
 DECLARED = (Stage(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sws import ui
+from sws import tokens, ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -25,7 +25,7 @@ from sws.funnel import (
     truncation_advice,
 )
 from sws.llm_calls import shared_engines
-from sws.stage import Stage, synthesis_steps
+from sws.stage import Option, Stage, synthesis_steps
 from sws.stages import combine, generate
 
 
@@ -58,15 +58,31 @@ def parse_steps(text: str | None) -> list[str]:
     return [step for step in known if step in named]
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None) -> StageResult:
+def spending_cap(cfg: PipelineConfig) -> tokens.Cap | None:
+    synth = cfg.synthesize
+    if synth.max_tokens is None and synth.max_cost is None:
+        return None
+    return tokens.Cap(synth.max_tokens, synth.max_cost, cfg.pricing)
+
+
+def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence[str] | None = None,
+        estimate: bool = False) -> StageResult:
+    """The chosen steps in order (with `estimate`, every step's pilot instead, see `sws.stages.estimate`); a
+    spending cap stops them with `tokens.CapReached`."""
     run_dir = Path(run_dir)
     declared = declared_steps()
+    if estimate:
+        if steps is not None:
+            raise UserError("--estimate projects the whole synthesis; leave out --steps")
+        from sws.stages import estimate as pilot
+
+        return pilot.run(cfg, run_dir, steps_on(cfg), force)
     named = list(declared) if steps is None else parse_steps(",".join(steps))
     chosen = [step for step in named if step in steps_on(cfg)]
     for step in named if steps is not None else ():
         if step not in chosen:
             ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
-    with shared_engines():
+    with shared_engines(), tokens.capped(spending_cap(cfg)):
         results = [declared[step].run(cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
     ui.console.print(funnel_table(funnel))
@@ -89,4 +105,12 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
 DECLARED = (Stage(
     "synthesize", "Turn the weak problems into new problems with verified reference answers, and print the "
     "funnel.", run, reads=("weakness", "categories", "problems"), section="synthesize",
-    uses_executor=True, command="sws synthesize"),)
+    uses_executor=True, command="sws synthesize", options=(
+        Option("synthesize.budget", "Concept sets (new problems) to sample in all (default 200).", int),
+        Option("synthesize.max_tokens", "Stop cleanly between shards once the steps' prompt + completion tokens "
+               "reach this (exit code 3); rerun with a higher cap to continue.", int),
+        Option("synthesize.max_cost", "Stop cleanly between shards once the steps' cost (from `pricing`, dollars) "
+               "reaches this (exit code 3); rerun with a higher cap to continue.", float),
+        Option("synthesize.estimate_share", "--estimate: share of the concept sets the pilot runs (default 0.05).",
+               float),
+    )),)
