@@ -28,7 +28,7 @@ def evaluated_run(root: Path, seed: int, baseline: float | None, augmented: floa
     if like is not None:
         summary |= {f"weak_like_solved_{name}": {"overall": share, "per_category": {}}
                     for name, share in zip(("baseline", "augmented", "selected"), like, strict=False)}
-    environment = {"cpu_kernels": kernels, "versions": {"torch": "2.13.0", "trl": "0.29.0"}}
+    environment = {"cpu": "AMD EPYC 7B13", "cpu_kernels": kernels, "versions": {"torch": "2.13.0", "trl": "0.29.0"}}
     write_json(run / "summary.json", {**summary, "n_weak": 100, "environment": environment})
     return run
 
@@ -58,12 +58,18 @@ def test_each_run_gets_its_difference_in_points_then_mean_and_spread(tmp_path: P
                                         "mean +1.0 points, sd 4.0, SEM 2.3: not above 2 SEM")
 
 
-def test_the_fresh_problems_column_appears_only_where_eval_measured_it(tmp_path: Path) -> None:
+def test_a_measure_gets_its_table_only_where_eval_measured_it(tmp_path: Path) -> None:
     plain = compare.run_result(evaluated_run(tmp_path, 0, 0.2, 0.3))
-    assert "aug − base, fresh" not in rendered(compare.comparison_table([plain]))
+    assert compare.measured([plain]) == ["weak_solved"]
     arith = compare.run_result(evaluated_run(tmp_path, 1, 0.2, 0.3, like=(0.30, 0.36)))
-    text = rendered(compare.comparison_table([plain, arith]))
-    assert "aug − base, fresh" in text and "+6.0" in text
+    assert compare.measured([plain, arith]) == ["weak_solved", "weak_like_solved"]
+    text = rendered(compare.comparison_table([plain, arith], "weak_like_solved"))
+    assert "weak_like, greedy" in text and "+6.0" in text
+
+
+def test_the_cpu_the_runs_were_measured_on_is_named(tmp_path: Path) -> None:
+    results = [compare.run_result(evaluated_run(tmp_path, seed, 0.2, 0.3)) for seed in (0, 1)]
+    assert compare.machine_line(results) == "measured on: AMD EPYC 7B13, CPU kernels AVX2"
 
 
 def test_five_seeds_give_mean_sem_and_the_two_sem_test_on_both_differences(tmp_path: Path) -> None:
@@ -76,9 +82,9 @@ def test_five_seeds_give_mean_sem_and_the_two_sem_test_on_both_differences(tmp_p
     assert found.sd == pytest.approx(2.5 ** 0.5 / 100) and found.sem == pytest.approx(2.5 ** 0.5 / 100 / 5 ** 0.5)
     assert found.above_two_sem is True
     assert compare.spread([result.gaps[LIKE] for result in results]).above_two_sem is False
-    rows = {cells[0]: cells[-2:] for cells in table_cells(rendered(compare.comparison_table(results)))}
-    assert rows["sem"] == ["0.7", "0.7"]
-    assert rows["mean > 2 sem"] == ["yes", "no"]
+    for measure, above in (("weak_solved", "yes"), ("weak_like_solved", "no")):
+        rows = {cells[0]: cells[-1] for cells in table_cells(rendered(compare.comparison_table(results, measure)))}
+        assert rows["sem"] == "0.7" and rows["mean > 2 sem"] == above
     assert compare.verdict(results).splitlines() == [
         "weak problems: augmented ahead of the baseline in 5 of 5 runs; mean +3.0 points, sd 1.6, SEM 0.7: "
         "above 2 SEM",
@@ -170,7 +176,8 @@ def test_the_selected_arm_gets_its_differences_to_both_other_arms_where_runs_tra
             for seed, (augmented, selected) in enumerate([(0.21, 0.22), (0.25, 0.24), (0.26, 0.23)])]
     results = compare.run_results(runs)
     text = rendered(compare.comparison_table(results), width=250)
-    assert "sel − base" in text and "aug − sel" in text and "sel − base, fresh" in text and "sel: the selected arm" in text
+    assert "sel − base" in text and "aug − sel" in text and "sel: the selected arm" in text
+    assert "sel − base" in rendered(compare.comparison_table(results, "weak_like_solved"), width=250)
     header = next(line for line in text.splitlines() if "run" in line and "seed" in line)
     assert [cell.strip() for cell in header.strip("┃").split("┃")][2:6] == ["initial", "baseline", "augmented",
                                                                            "selected"]
@@ -191,3 +198,19 @@ def test_runs_without_the_selected_arm_show_neither_its_column_nor_its_differenc
     assert [cell.strip() for cell in header.strip("┃").split("┃")][2:] == ["initial", "baseline", "augmented",
                                                                          "aug − base"]
     assert "selected" not in compare.verdict(results)
+
+
+def test_the_shares_over_k_samples_get_their_own_table_and_verdict(tmp_path: Path) -> None:
+    runs = []
+    for seed, (baseline, augmented) in enumerate([(0.20, 0.23), (0.21, 0.23)]):
+        run = evaluated_run(tmp_path, seed, 0.2, 0.2)
+        summary = json.loads((run / "summary.json").read_text())
+        summary |= {f"weak_avg_k_{name}": {"overall": share, "per_category": {}}
+                    for name, share in (("initial", 0.1), ("baseline", baseline), ("augmented", augmented))}
+        write_json(run / "summary.json", summary)
+        runs.append(run)
+    results = compare.run_results(runs)
+    assert compare.measured(results) == ["weak_solved", "weak_avg_k"]
+    assert "Avg@k" in rendered(compare.comparison_table(results, "weak_avg_k"))
+    assert ("weak problems, Avg@k: augmented ahead of the baseline in 2 of 2 runs; mean +2.5 points, sd 0.7, "
+            "SEM 0.5: above 2 SEM") in compare.verdict(results).splitlines()

@@ -384,8 +384,10 @@ def compare(
 
     results = comparison.run_results(runs)
     console = Console()
-    console.print(comparison.comparison_table(results))
+    for measure in comparison.measured(results):
+        console.print(comparison.comparison_table(results, measure))
     console.print(comparison.verdict(results))
+    console.print(comparison.machine_line(results))
     note = comparison.machine_note(results)
     if note:
         console.print(note)

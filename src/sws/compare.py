@@ -23,15 +23,21 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stages.eval import HEADLINE_CHECKPOINTS, read_summary
 
-# summary.json prefix -> what it measures
-GAP_NAMES = {"weak_solved": "weak problems", "weak_like_solved": "fresh problems of their families (weak_like)"}
+# summary.json prefix -> what it measures: the weak problems and (arith) fresh problems of their families, each by
+# the greedy answer and by the share of k samples right.
+GAP_NAMES = {"weak_solved": "weak problems", "weak_avg_k": "weak problems, Avg@k",
+             "weak_like_solved": "fresh problems of their families (weak_like)",
+             "weak_like_avg_k": "fresh problems of their families (weak_like), Avg@k"}
+TABLE_TITLES = {"weak_solved": "Previously weak problems solved (greedy)",
+                "weak_avg_k": "Previously weak problems: share of k samples right (Avg@k)",
+                "weak_like_solved": "Fresh problems of the weak problems' families solved (weak_like, greedy)",
+                "weak_like_avg_k": "Fresh problems of the weak problems' families (weak_like, Avg@k)"}
 # The arms compared, ahead − behind: synthesis against the same-steps baseline, and, where a run trained the
 # selected arm (select.arm), selection against the baseline and synthesis against selection.
 PAIRS = (("augmented", "baseline"), ("selected", "baseline"), ("augmented", "selected"))
 SHORT = {"augmented": "aug", "baseline": "base", "selected": "sel"}
 ARM_NAMES = {"augmented": "augmented", "baseline": "the baseline", "selected": "selected"}
-CAPTIONS = {"weak_solved": "aug − base: augmented − baseline, in points",
-            "weak_like_solved": "fresh: on fresh problems of the weak problems' families",
+CAPTIONS = {"augmented": "aug − base: augmented − baseline, in points",
             "selected": "sel: the selected arm (seed ∪ pool problems nearest the weak ones)"}
 
 
@@ -45,7 +51,7 @@ class Gap:
 
     @property
     def title(self) -> str:
-        return f"{SHORT[self.ahead]} − {SHORT[self.behind]}" + (", fresh" if self.prefix == "weak_like_solved" else "")
+        return f"{SHORT[self.ahead]} − {SHORT[self.behind]}"
 
 
 GAPS = tuple(Gap(ahead, behind, prefix) for ahead, behind in PAIRS for prefix in GAP_NAMES)
@@ -55,9 +61,10 @@ GAPS = tuple(Gap(ahead, behind, prefix) for ahead, behind in PAIRS for prefix in
 class RunResult:
     run: Path
     seed: int | None  # from the run's config.yaml
-    solved: dict[str, float | None]  # checkpoint its summary has -> overall share of weak problems solved
+    solved: dict[str, dict[str, float | None]]  # GAP_NAMES prefix -> checkpoint its summary has -> overall share
     gaps: dict[Gap, float | None]  # overall difference; None when not measured
     machine: tuple[tuple[str, str], ...]  # what its numbers depend on besides config and seed (MACHINE_FIELDS)
+    cpu: str  # the CPU it was evaluated on, as summary.json's environment names it
 
 
 # Packages whose kernels decide a run's numbers, besides the CPU kernels themselves.
@@ -102,10 +109,11 @@ def run_result(run_dir: Path) -> RunResult:
         run=Path(run_dir),
         seed=(load_config(RunDir(run_dir).config, paths_relative_to_file=False).seed
               if RunDir(run_dir).config.is_file() else None),
-        solved={checkpoint: overall("weak_solved", checkpoint) for checkpoint in HEADLINE_CHECKPOINTS
-                if f"weak_solved_{checkpoint}" in summary},
+        solved={prefix: {checkpoint: overall(prefix, checkpoint) for checkpoint in HEADLINE_CHECKPOINTS
+                         if f"{prefix}_{checkpoint}" in summary} for prefix in GAP_NAMES},
         gaps={difference: gap(difference) for difference in GAPS},
         machine=machine_of(summary),
+        cpu=str(summary.get("environment", {}).get("cpu") or "unknown CPU"),
     )
 
 
@@ -150,20 +158,26 @@ def yes_no(value: bool | None) -> str:
     return "–" if value is None else ("yes" if value else "no")
 
 
-def comparison_table(results: list[RunResult]) -> Table:
-    """One row per run (its shares and differences), then each column's mean, standard deviation and SEM, and
-    for the differences whether the mean exceeds two SEM. A checkpoint no run evaluated, and a difference no run
-    measured, are left out (the selected arm, in runs without select.arm)."""
-    shown_arms = [name for name in HEADLINE_CHECKPOINTS if any(name in result.solved for result in results)]
-    shown_gaps = [gap for gap in GAPS if any(result.gaps[gap] is not None for result in results)]
+def measured(results: list[RunResult]) -> list[str]:
+    """The GAP_NAMES measures some run's summary has."""
+    return [prefix for prefix in GAP_NAMES if any(result.solved[prefix] for result in results)]
+
+
+def comparison_table(results: list[RunResult], measure: str = "weak_solved") -> Table:
+    """For one measure (a GAP_NAMES prefix): one row per run (its shares and differences), then each column's
+    mean, standard deviation and SEM, and for the differences whether the mean exceeds two SEM. A checkpoint no
+    run evaluated, and a difference no run measured, are left out (the selected arm, in runs without
+    select.arm)."""
+    shown_arms = [name for name in HEADLINE_CHECKPOINTS if any(name in result.solved[measure] for result in results)]
+    shown_gaps = [gap for gap in GAPS
+                  if gap.prefix == measure and any(result.gaps[gap] is not None for result in results)]
     # (title, one value per run, how a value and the mean are shown, how the sd is shown)
     columns: list[tuple[str, list[float | None], Callable, Callable]] = [
-        *((name, [result.solved.get(name) for result in results], share, share) for name in shown_arms),
+        *((name, [result.solved[measure].get(name) for result in results], share, share) for name in shown_arms),
         *((gap.title, [result.gaps[gap] for result in results], points, points_apart) for gap in shown_gaps),
     ]
-    captions = [caption for key, caption in CAPTIONS.items()
-                if any(key in (gap.prefix, gap.ahead, gap.behind) for gap in shown_gaps)]
-    table = Table(title=f"Previously weak problems solved, over {len(results)} runs", caption="; ".join(captions))
+    captions = [caption for key, caption in CAPTIONS.items() if any(key == gap.ahead for gap in shown_gaps)]
+    table = Table(title=f"{TABLE_TITLES[measure]}, over {len(results)} runs", caption="; ".join(captions))
     table.add_column("run")
     table.add_column("seed", justify="right")
     for title, *_ in columns:
@@ -200,6 +214,12 @@ def verdict(results: list[RunResult]) -> str:
             line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"
         lines.append(line)
     return "\n".join(lines)
+
+
+def machine_line(results: list[RunResult]) -> str:
+    """Where the runs were evaluated: the CPU and its kernels, as each summary.json records them."""
+    machines = sorted({f"{result.cpu}, CPU kernels {dict(result.machine)['CPU kernels']}" for result in results})
+    return "measured on: " + "; ".join(machines)
 
 
 def machine_note(results: list[RunResult]) -> str | None:
