@@ -109,6 +109,16 @@ def test_print_headline_adds_the_weak_families_line_when_eval_measured_it(tmp_pa
     assert "initial 20.0%, baseline 25.0%, augmented 30.0%" in console.file.getvalue()
 
 
+def test_headline_lines_give_augmented_minus_baseline_with_its_paired_standard_error() -> None:
+    shares = {f"weak_avg_k_{name}": {"overall": share, "per_category": {}}
+              for name, share in (("initial", 0.10), ("baseline", 0.20), ("augmented", 0.23))}
+    errors = {"standard_errors": {"weak": {"augmented − baseline": {"pass1": 0.04, "avg_k": 0.012}}}}
+    assert pipeline.headline_lines({**shares, **errors}) == [
+        "Weak problems, share of k samples right: initial 10.0%, baseline 20.0%, augmented 23.0% "
+        "(augmented − baseline +3.0 ± 1.2 points, one standard error)"]
+    assert pipeline.headline_lines(summary()) == []
+
+
 def test_print_headline_without_eval_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="sws eval"):
         pipeline.print_headline(tmp_path)

@@ -122,12 +122,31 @@ def print_headline(run_dir: Path, console: Console | None = None) -> None:
     headline = eval_stage.read_summary(run_dir)
     console = console or Console()
     console.print(headline_table(headline))
-    like = [(name, headline.get(f"weak_like_solved_{name}", {}).get("overall"))
-            for name in eval_stage.HEADLINE_CHECKPOINTS]
-    if any(share is not None for _, share in like):
-        console.print("Fresh problems of the weak problems' families (learned the skill, or only the problems?): "
-                      + ", ".join(f"{name} {share:.1%}" for name, share in like if share is not None))
+    for line in headline_lines(headline):
+        console.print(line)
     console.print(f"report: {RunDir(run_dir).report}")
+
+
+def headline_lines(summary: dict[str, Any]) -> list[str]:
+    """Below the table: the weak problems over k samples, fresh problems of their families (greedy and over k
+    samples), each with augmented − baseline and its paired standard error, in points."""
+    errors = summary.get("standard_errors", {})
+    lines = []
+    for eval_set, prefix, title in (
+            (eval_stage.WEAK_SET, "weak_avg_k", "Weak problems, share of k samples right"),
+            (eval_stage.WEAK_LIKE_SET, "weak_like_solved",
+             "Fresh problems of the weak problems' families (learned the skill, or only the problems?), greedy"),
+            (eval_stage.WEAK_LIKE_SET, "weak_like_avg_k", "The same fresh problems, share of k samples right")):
+        shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in eval_stage.HEADLINE_CHECKPOINTS}
+        if all(share is None for share in shares.values()):
+            continue
+        line = f"{title}: " + ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share is not None)
+        error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get("avg_k" if "avg_k" in prefix else "pass1")
+        if shares.get("augmented") is not None and shares.get("baseline") is not None and error is not None:
+            line += (f" (augmented − baseline {100 * (shares['augmented'] - shares['baseline']):+.1f} ± "
+                     f"{100 * error:.1f} points, one standard error)")
+        lines.append(line)
+    return lines
 
 
 def print_rounds(run_dir: Path, console: Console | None = None) -> None:
