@@ -74,7 +74,15 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
     benchmarks = eval_stage.benchmark_table(per_problem)
     sets = [eval_stage.EvalSet("weak_like", pl.DataFrame(), 16, benchmark=True, held_out=True)]
+    for kind, draws in (("baseline", [(1, "w0"), (2, "w0"), (3, "w0"), (1, "w1"), (2, "ok")]),
+                        ("augmented", [(1, "w0"), (2, "x1"), (3, "x2")])):
+        write_table(tmp_path, f"train/{kind}/rollouts", pl.DataFrame(
+            {"step": [step for step, _ in draws], "problem_id": [problem for _, problem in draws], "n": 8,
+             "n_correct": 1}, schema=SCHEMAS[f"train/{kind}/rollouts"]))
     write_json(RunDir(tmp_path).summary, {
+        **eval_stage.summary(eval_stage.weakness_table(per_problem), ["initial", "baseline", "augmented"],
+                             benchmarks, {}),
+        **eval_stage.standard_errors(per_problem, ["initial", "baseline", "augmented"]),
         **eval_stage.benchmark_summary(benchmarks, sets),
         **eval_stage.held_out_summary(per_problem.with_columns(pl.lit("Compute 1+1.").alias("problem")),
                                       ["weak_like"], pl.DataFrame({"key": ["compute 2+2"]})),
@@ -154,6 +162,22 @@ def test_weakness_mitigation_also_shows_fresh_problems_of_the_weak_families(page
     assert "Fresh problems of the weak problems" in body
     overall_rows = re.findall(r"<tr><td>overall</td>(.*?)</tr>", body)
     assert re.findall(r"<td>(.*?)</td>", overall_rows[-1]) == ["0.000", "0.000", "1.000"]
+
+
+def test_weakness_mitigation_gives_each_share_with_its_standard_error(page: str) -> None:
+    body = sections(page)["Weakness mitigation: share of the previously weak problems each policy solves"]
+    assert "<th>greedy SE</th>" in body and "<th>avg@k SE</th>" in body
+    # weak: baseline solves 1 of 4 greedily, augmented 2 of 4; augmented − baseline per problem 0, 1, 0, 0
+    difference = re.search(r"<tr><td>weak</td><td>augmented − baseline</td>(.*?)</tr>", body).group(1)
+    assert re.findall(r"<td>(.*?)</td>", difference)[:2] == ["0.250", "0.250"]
+
+
+def test_weakness_mitigation_says_how_often_each_arm_drew_the_weak_problems(page: str) -> None:
+    body = sections(page)["Weakness mitigation: share of the previously weak problems each policy solves"]
+    rows = {cells[0]: cells[1:] for cells in (re.findall(r"<td>(.*?)</td>", row)
+                                              for row in re.findall(r"<tr>(.*?)</tr>", body)) if cells}
+    assert rows["baseline"] == ["2.000", "1.667", "0"]  # w0 in 3 steps, w1 in 1; 5 draws of 3 problems
+    assert rows["augmented"] == ["0.500", "1.000", "1"]
 
 
 def test_teachability_and_gradient_share(page: str) -> None:

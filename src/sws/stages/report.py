@@ -391,7 +391,7 @@ def mitigation_section(page: Page) -> Section:
     axes.set_title("Previously weak problems each policy solves")
     axes.legend()
     body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
-    return Section(title, body + weak_like_table(page) + precision_table(page))
+    return Section(title, body + weak_like_table(page) + precision_table(page) + weak_exposure_table(page))
 
 
 # The three arms the selected arm (select.arm) compares, as eval names their checkpoints, with their labels.
@@ -506,6 +506,30 @@ def precision_table(page: Page) -> str:
                       "difference's is paired, problem by problem. Differences between seeds are larger "
                       "(`sws compare`).")
             + html_table(pl.DataFrame(rows)))
+
+
+def weak_exposure_table(page: Page) -> str:
+    """How often each later run drew the weak problems into a GRPO batch: a policy this small learns the problems
+    it trains on, so an arm that revisits them more solves more of them without learning more of the skill."""
+    weakness = page.table("weakness")
+    if weakness is None:
+        return ""
+    weak = weakness.filter(pl.col("weak")).select("problem_id")
+    rows = []
+    for kind in TRAIN_KINDS[1:]:
+        rollouts = page.table(f"train/{kind}/rollouts")
+        if rollouts is None or weak.height == 0:
+            continue
+        draws = rollouts.group_by("problem_id").agg(pl.col("step").n_unique().alias("draws"))
+        per_weak = weak.join(draws, on="problem_id", how="left").fill_null(0)["draws"]
+        rows.append({"run": kind, "draws per weak problem": per_weak.mean(),
+                     "draws per problem trained on": draws["draws"].mean(), "weak problems never drawn":
+                     int((per_weak == 0).sum())})
+    if not rows:
+        return ""
+    return (paragraph("How often each run drew the weak problems into a training batch (its rollout log). The "
+                      "baseline trains on the seed set alone and so revisits the weak problems more often than "
+                      "an arm whose set also holds added problems.") + html_table(pl.DataFrame(rows)))
 
 
 def accuracy_sets(page: Page) -> pl.DataFrame:
