@@ -116,6 +116,33 @@ def test_ctrl_c_during_prepare_is_one_line_and_exit_130(tmp_path):
     assert interrupted >= 3
 
 
+@pytest.mark.parametrize("where", ["loading", "parsing", "command"])
+def test_ctrl_c_is_one_line_wherever_it_lands(where, monkeypatch, capsys):
+    """Typer turns a Ctrl-C during argument parsing into a silent exit 130; a command's becomes typer.Exit(130)."""
+    import typer
+
+    import sws.__main__ as entry
+    import sws.cli
+
+    def interrupted() -> None:
+        if where == "loading":
+            raise KeyboardInterrupt
+        raise SystemExit(130) if where == "parsing" else typer.Exit(130)
+
+    def run_cli() -> None:
+        try:
+            interrupted()
+        except typer.Exit as stop:  # what typer's runner does with it
+            raise SystemExit(stop.exit_code) from None
+
+    monkeypatch.setattr(sws.cli, "main", run_cli)
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "error: interrupted; finished stages are kept, the same command resumes"]
+
+
 def test_sample_on_a_read_only_run_is_one_line(tmpfs, tmp_path):
     """`sws sample` opens the run's request cache without taking the lock: a read-only mount is one line too."""
     sys.path.insert(0, str(Path(__file__).parent))

@@ -34,7 +34,7 @@ app = typer.Typer(
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn what a user can cause into one line on stderr: UserError and OSError exit 2, Ctrl-C exits 130.
+    """Turn what a user can cause into one line on stderr: UserError and OSError exit 2; Ctrl-C exits 130.
 
     typer >= 0.29 vendors its own click, so a `click.ClickException` subclass would escape as a traceback;
     `typer.Exit` is what typer's runner turns into an exit code. Writes are atomic and stages commit their
@@ -51,8 +51,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except OSError as exc:
             print(f"error: {one_line(os_error_line(exc))}", file=sys.stderr)
             raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            print("error: interrupted; finished stages are kept, the same command resumes", file=sys.stderr)
+        except KeyboardInterrupt:  # the entry point (sws.__main__) writes the line for every exit 130
             raise typer.Exit(130) from None
         except tokens.CapReached as stop:
             setting = stop.setting.split(" ")[0]
