@@ -132,16 +132,17 @@ def headline_lines(summary: dict[str, Any]) -> list[str]:
     samples), each with augmented − baseline and its paired standard error, in points."""
     errors = summary.get("standard_errors", {})
     lines = []
-    for eval_set, prefix, title in (
-            (eval_stage.WEAK_SET, "weak_avg_k", "Weak problems, share of k samples right"),
-            (eval_stage.WEAK_LIKE_SET, "weak_like_solved",
+    # (set, summary prefix, standard_errors measure, title)
+    for eval_set, prefix, measure, title in (
+            (eval_stage.WEAK_SET, "weak_avg_k", "avg_k", "Weak problems, share of k samples right"),
+            (eval_stage.WEAK_LIKE_SET, "weak_like_solved", "pass1",
              "Fresh problems of the weak problems' families (learned the skill, or only the problems?), greedy"),
-            (eval_stage.WEAK_LIKE_SET, "weak_like_avg_k", "The same fresh problems, share of k samples right")):
+            (eval_stage.WEAK_LIKE_SET, "weak_like_avg_k", "avg_k", "The same fresh problems, share of k samples right")):
         shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in eval_stage.HEADLINE_CHECKPOINTS}
         if all(share is None for share in shares.values()):
             continue
         line = f"{title}: " + ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share is not None)
-        error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get("avg_k" if "avg_k" in prefix else "pass1")
+        error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get(measure)
         if shares.get("augmented") is not None and shares.get("baseline") is not None and error is not None:
             line += (f" (augmented − baseline {100 * (shares['augmented'] - shares['baseline']):+.1f} ± "
                      f"{100 * error:.1f} points, one standard error)")

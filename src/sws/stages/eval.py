@@ -147,11 +147,11 @@ def benchmark_set(name: str, world: str) -> pl.DataFrame:
 
 
 def heldout_sets(cfg: PipelineConfig, run_dir: Path, seed_problems: pl.DataFrame,
-                 training: pl.DataFrame) -> list[EvalSet]:
+                 training: pl.DataFrame, trained_on: set[str]) -> list[EvalSet]:
     """`eval.benchmarks`: each a file, a set of the run's world (arith's fresh problems, less any training
-    problem), else a shipped benchmark. A file or shipped set holding a training problem is a UserError."""
+    problem: `trained_on` holds their keys), else a shipped benchmark. A file or shipped set holding a training
+    problem is a UserError."""
     world = get_world(cfg.world)
-    trained_on = set(training["key"])
     sets = []
     for entry in held_out.benchmark_entries(cfg):
         drawn = None if entry.file is not None else world.heldout_set(entry.name, cfg, seed_problems, trained_on)
@@ -352,9 +352,10 @@ def evaluation_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[list[EvalSet], 
     weakness = read_table(run_dir, "weakness")
     training = held_out.training_problems(run_dir)
     world = get_world(cfg.world)
-    sets = [*heldout_sets(cfg, run_dir, problems, training),
+    trained_on = set(training["key"])  # every training problem's problem_key: world-drawn sets avoid them
+    sets = [*heldout_sets(cfg, run_dir, problems, training, trained_on),
             EvalSet(WEAK_SET, weak_problems(problems, weakness), cfg.eval.weak_k)]
-    weak_like = world.weak_like_set(cfg, problems, weakness, set(training["key"]))
+    weak_like = world.weak_like_set(cfg, problems, weakness, trained_on)
     if weak_like is not None:
         sets.append(EvalSet(WEAK_LIKE_SET, held_out.without_training(weak_like, training), cfg.eval.k,
                             held_out=True))
