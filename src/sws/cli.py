@@ -176,7 +176,7 @@ def prepare(
         "prepare.problem_field": problem_field, "prepare.answer_field": answer_field,
         "prepare.category_field": category_field, "prepare.id_field": id_field,
         "prepare.categories": [name.strip() for name in categories.split(",")] if categories else None,
-    }, lambda cfg: stage.run(cfg, run, force=force), "prepare")
+    }, lambda cfg: run_declared(stage, cfg, run, force=force), "prepare")
 
 
 @command(epilog="Example: sws ingest --run runs/math --verl-dumps outputs/rollout_data --seed-file train.parquet")
@@ -205,7 +205,7 @@ def ingest(
     run_command(run, config, {
         "ingest.format": log_format, "ingest.path": str(log_path),
         "ingest.seed_file": str(seed_file) if seed_file else None,
-    }, lambda cfg: stage.run(cfg, run, force=force), "ingest")
+    }, lambda cfg: run_declared(stage, cfg, run, force=force), "ingest")
 
 
 def synthesize(run: Path, steps: str | None, executor: str | None, estimate: bool, config: Path | None, force: bool,
@@ -216,7 +216,7 @@ def synthesize(run: Path, steps: str | None, executor: str | None, estimate: boo
     chosen = stage.parse_steps(steps)
     overrides = {"executor.kind": executor, **option_overrides(get_stage("synthesize"), options)}
     run_command(run, config, overrides,
-                lambda cfg: stage.run(cfg, run, force=force, steps=chosen if steps or not estimate else None,
+                lambda cfg: run_declared(stage, cfg, run, force=force, steps=chosen if steps or not estimate else None,
                                       estimate=estimate), "synthesize", chosen)
 
 
@@ -261,7 +261,7 @@ def train(
                     lambda cfg: typer.echo(stage.dry_run(cfg, run, kind)), save=False)
         return
     run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
-                lambda cfg: stage.run(cfg, run, force=force, kind=kind))
+                lambda cfg: run_declared(stage, cfg, run, force=force, kind=kind))
 
 
 @command("filter", epilog="Example: sws filter --run runs/demo --band 0.25 0.75 --rollouts 8")
@@ -284,7 +284,7 @@ def filter_by_difficulty(
 
     run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts,
                               "executor.kind": executor},
-                lambda cfg: stage.run(cfg, run, force=force), "filter")
+                lambda cfg: run_declared(stage, cfg, run, force=force), "filter")
 
 
 @command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet; "
@@ -315,7 +315,7 @@ def export(
 
     if format != "verl":
         raise UserError(f"export format '{format}' is not known; use: sws export verl|hf --run {run}")
-    run_command(run, config, {}, lambda cfg: stage.run(cfg, run, force=force, table=table, out=out, split=split))
+    run_command(run, config, {}, lambda cfg: run_declared(stage, cfg, run, force=force, table=table, out=out, split=split))
 
 
 @command("eval", epilog="Example: sws eval --run runs/demo --k 8")
@@ -335,7 +335,7 @@ def evaluate(
 
     run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
                               "executor.kind": executor},
-                lambda cfg: stage.run(cfg, run, force=force), "eval")
+                lambda cfg: run_declared(stage, cfg, run, force=force), "eval")
 
 
 @command(epilog="Example: sws sample --run runs/demo --role policy --prompt 'Compute 47+85.' -n 4")
@@ -404,14 +404,22 @@ def run_pipeline(
         "RUN/rounds/<r>/ and identifies weaknesses from round r - 1's augmented training.")] = None,
 ) -> None:
     """Run every stage of a pipeline in order, skipping those already done; print the headline."""
-    from sws import pipeline as runner
+    from sws.pipeline import print_headline, print_rounds
+    from sws.pipeline import run as run_all
 
     check_run_dir(run)
     with run_lock(run):
         cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor, "rounds.n": rounds})
-        runner.run(cfg, run, force=force, source=pipeline)
-    runner.print_headline(run)
-    runner.print_rounds(run)
+        run_all(cfg, run, force=force, source=pipeline)
+    print_headline(run)
+    print_rounds(run)
+
+
+def run_declared(stage: Stage, cfg: PipelineConfig, run: Path, **options: Any) -> Any:
+    """Run one declared stage (imported here, so that `sws --help` loads no stage machinery)."""
+    from sws import runner
+
+    return runner.run(stage, cfg, run, **options)
 
 
 def declared_command(stage: Stage) -> None:
@@ -425,7 +433,7 @@ def declared_command(stage: Stage) -> None:
     ]
 
     def run_declared(run: Path, config: Path | None, force: bool, **options: Any) -> None:
-        run_command(run, config, option_overrides(stage, options), lambda cfg: stage.run(cfg, run, force=force),
+        run_command(run, config, option_overrides(stage, options), lambda cfg: run_declared(stage, cfg, run, force=force),
                     stage.name)
 
     run_declared.__signature__ = inspect.Signature(parameters)

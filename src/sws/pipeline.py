@@ -11,6 +11,7 @@ on inputs wired from the round before (`sws.stages.rounds`), and the run keeps t
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sws import preflight, ui
+from sws import preflight, runner, ui
 from sws.artifacts import read_table
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
-from sws.stage import get_stage, run_stages, synthesis_steps
+from sws.stage import Stage, get_stage, run_stages, synthesis_steps
 from sws.stages import eval as eval_stage
 from sws.stages import rounds
 from sws.world import PipelineStep, get_world
@@ -39,7 +40,11 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
 def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
     """The world's setup steps, then every declared stage `sws run` runs that the config asks for, in order."""
     return [*get_world(cfg.world).setup_steps(),
-            *(PipelineStep(stage.title or stage.name, stage.run) for stage in run_stages() if stage.is_on(cfg))]
+            *(declared_step(stage) for stage in run_stages() if stage.is_on(cfg))]
+
+
+def declared_step(stage: Stage) -> PipelineStep:
+    return PipelineStep(stage.title or stage.name, functools.partial(runner.run, stage))
 
 
 def later_round_steps(cfg: PipelineConfig, run_dir: Path, number: int) -> list[PipelineStep]:
@@ -47,7 +52,7 @@ def later_round_steps(cfg: PipelineConfig, run_dir: Path, number: int) -> list[P
     those that write what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
     wire = PipelineStep(f"round {number} inputs",
                         lambda cfg, _round_dir, force: rounds.wire_round(cfg, run_dir, number, force))
-    return [wire, *(PipelineStep(stage.title or stage.name, stage.run) for stage in rounds.later_round_stages()
+    return [wire, *(declared_step(stage) for stage in rounds.later_round_stages()
                     if stage.is_on(cfg))]
 
 
@@ -86,7 +91,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
             run_steps(later, round_dir, later_round_steps(later, run_dir, number), force, f"round {number}: ")
             rounds.rate_with_reference(later, round_dir, force)
             rounds.update_ledger(cfg, run_dir, number, force)
-        get_stage("report").run(cfg, Path(run_dir), force)
+        runner.run(get_stage("report"), cfg, run_dir, force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
 
 

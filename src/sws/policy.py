@@ -10,7 +10,7 @@ from pathlib import Path
 from sws.config import EngineConfig, PipelineConfig
 from sws.current_policy import current_policy, names_policy
 from sws.engines.base import Completion, Request
-from sws.executors import executor_for
+from sws.executors import Executor
 from sws.grading import Verdict
 from sws.llm_calls import request_seed
 from sws.world import get_world
@@ -47,27 +47,26 @@ def policy_requests(cfg: PipelineConfig, role: EngineConfig, problems: Sequence[
     ]
 
 
-def sample_and_grade(cfg: PipelineConfig, run_dir: Path, role: EngineConfig,
+def sample_and_grade(cfg: PipelineConfig, executor: Executor, role: EngineConfig,
                      problems: Sequence[tuple[str, str, str]], samplings: Sequence[Sampling], shard_size: int,
                      description: str) -> list[list[list[Verdict]]]:
     """Per sampling, per (key, problem, answer): the verdict of each of the policy's samples against the answer
     (None: its grading ran out of time). All samplings go to the executor as one batch."""
-    completions = sample_policy(cfg, run_dir, role, [(key, problem) for key, problem, _ in problems], samplings,
+    completions = sample_policy(cfg, executor, role, [(key, problem) for key, problem, _ in problems], samplings,
                                 shard_size, description)
-    return grade_samples(cfg, run_dir, problems, samplings, completions)
+    return grade_samples(cfg, executor, problems, samplings, completions)
 
 
-def sample_policy(cfg: PipelineConfig, run_dir: Path, role: EngineConfig, problems: Sequence[tuple[str, str]],
+def sample_policy(cfg: PipelineConfig, executor: Executor, role: EngineConfig, problems: Sequence[tuple[str, str]],
                   samplings: Sequence[Sampling], shard_size: int, description: str) -> list[list[Completion]]:
     """The policy's completions per sampling and (key, problem), in that order, as one executor batch."""
     requests = [request for sampling in samplings for request in policy_requests(cfg, role, problems, sampling)]
-    return executor_for(cfg, run_dir).complete("policy", role, requests, shard_size, description)
+    return executor.complete("policy", role, requests, shard_size, description)
 
 
-def grade_samples(cfg: PipelineConfig, run_dir: Path, problems: Sequence[tuple[str, str, str]],
+def grade_samples(cfg: PipelineConfig, executor: Executor, problems: Sequence[tuple[str, str, str]],
                   samplings: Sequence[Sampling], completions: list[list[Completion]]) -> list[list[list[Verdict]]]:
     """`sample_and_grade`'s verdicts for the completions `sample_policy` returned."""
-    executor = executor_for(cfg, run_dir)
     answers = [answer for _, _, answer in problems] * len(samplings)
     verdicts = executor.map_graded(get_world(cfg.world).answer_check, [
         (answer, sample.text) for answer, samples in zip(answers, completions, strict=True) for sample in samples])

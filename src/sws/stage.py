@@ -1,10 +1,11 @@
-"""Stages: one declaration each, read by the CLI, `sws run`, preflight, read errors and the report.
+"""Stages: one declaration each, read by the runner, the CLI, `sws run`, preflight, read errors and the report.
 
 A stage module (`sws/stages/<name>.py`) declares `DECLARED = (Stage(...),)`: the stage's name (also its
-module's and its manifest's), the tables it reads and writes, the teacher roles it calls, the config section
-it reads, the command-line options that set that section's fields, and its compute function
-`run(cfg, run_dir, force)`. The training module declares its runs in two groups, since `sws run` trains the
-initial policy early and the other two late.
+module's and its manifest's), the tables it reads and writes, the settings that decide its outputs, the teacher
+roles it calls, the config section and the command-line options that set that section's fields, and its compute
+function: a `StageContext` (input tables, config, executor) in, a `StageOutput` (tables, rejected rows, info) out.
+`sws.runner.run_stage` does everything else (reading, fingerprints, skipping, writing, manifests). A stage that
+runs other stages (synthesize, the training runs side by side) has a `drive` function instead of a compute one.
 
 `STAGE_MODULES` lists the modules in the method's order, by name, so this module imports none of them; an
 entry `module:GROUP` takes that module's declarations `GROUP` instead of `DECLARED`. `sws run` runs the
@@ -46,9 +47,23 @@ class Option:
 class Stage:
     name: str
     summary: str
-    run: Callable[..., Any]
+    # Input tables -> output tables (`sws.runner.StageContext` -> `StageOutput`); None for a stage with `drive`.
+    compute: Callable[[Any], Any] | None = None
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    # The written tables that have a rejected-rows sidecar.
+    rejects: tuple[str, ...] = ()
+    # Read when present (a table whose stage may not have run).
+    optional_reads: tuple[str, ...] = ()
+    # More tables read, named as the run holds them, by (config, adaptive round): earlier rounds' tables, say.
+    more_reads: Callable[[Any, int], tuple[str, ...]] | None = None
+    # What decides the outputs besides the inputs: (config, command options) -> a JSON-able dict.
+    settings: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    # Files besides tables that decide the outputs (a model folder), and files written besides tables.
+    input_files: Callable[[Any, Any], list[Any]] | None = None
+    output_files: Callable[[Any, Any, dict[str, Any]], list[Any]] | None = None
+    # Runs the stage itself, as (config, run folder, force, **options): a stage made of other stages.
+    drive: Callable[..., Any] | None = None
     # The teacher roles it calls (checked before any model is called).
     roles: tuple[str, ...] = ()
     # The config section whose settings decide what it computes.

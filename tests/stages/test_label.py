@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -53,7 +54,7 @@ def test_answers_are_grouped_by_equivalence_and_unparsed_ones_never_win(tmp_path
     write_rated(tmp_path, list(samples))
     engine = scripted(samples)
     use_engines(monkeypatch, {"labeler": engine})
-    result = label.run(labeler_config(), tmp_path)
+    result = runner.run(label.STAGE, labeler_config(), tmp_path)
     kept = read_table(tmp_path, "labeled")
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert kept["problem"].to_list() == ["half", "split"]
@@ -89,7 +90,7 @@ def test_weak_to_strong_requires_teacher_majority_and_student_agreement(tmp_path
     write_rated(tmp_path, list(teacher))
     student_engine = ScriptedEngine(lambda request, k: student[request.fields["problem"]][k])
     use_engines(monkeypatch, {"labeler": scripted(teacher), "student": student_engine})
-    label.run(student_config(tmp_path), tmp_path)
+    runner.run(label.STAGE, student_config(tmp_path), tmp_path)
     kept = read_table(tmp_path, "labeled")
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert kept["problem"].to_list() == ["agreed"]
@@ -113,7 +114,7 @@ def test_student_agreement_is_over_its_graded_samples_and_none_graded_is_rejecte
     config.synthesize.student_samples = 2
     config.grading.workers, config.grading.deadline_s = 1, 0.5
 
-    label.run(config, tmp_path)
+    runner.run(label.STAGE, config, tmp_path)
 
     kept = read_table(tmp_path, "labeled")
     assert kept.select("problem", "student_agreement").rows() == [("graded once", 1.0)]
@@ -125,14 +126,14 @@ def test_weak_to_strong_without_an_initial_checkpoint_names_the_command(tmp_path
     write_rated(tmp_path, ["Compute 1+2."])
     config = labeler_config(weak_to_strong=True)
     with pytest.raises(UserError, match="sws train initial"):
-        label.run(config, tmp_path)
+        runner.run(label.STAGE, config, tmp_path)
     assert not table_path(tmp_path, "labeled").exists()
 
 
 def test_noisy_oracle_labels_are_mostly_right(tmp_path: Path) -> None:
     problems = [problem.problem for problem in generate_problems(30, seed=5)]
     write_rated(tmp_path, problems)
-    label.run(noisy_oracle_config(labeler_error=0.3), tmp_path)
+    runner.run(label.STAGE, noisy_oracle_config(labeler_error=0.3), tmp_path)
     kept = read_table(tmp_path, "labeled")
     assert kept.height >= 20
     right = sum(answer == solve(problem).answer for problem, answer in zip(kept["problem"], kept["answer"], strict=True))
@@ -141,7 +142,7 @@ def test_noisy_oracle_labels_are_mostly_right(tmp_path: Path) -> None:
 
 def test_empty_rated_gives_empty_labeled(tmp_path: Path) -> None:
     write_rated(tmp_path, [])
-    result = label.run(PipelineConfig(), tmp_path)
+    result = runner.run(label.STAGE, PipelineConfig(), tmp_path)
     assert read_table(tmp_path, "labeled").height == 0
     assert result.info["funnel"]["in"] == 0
 
@@ -157,7 +158,7 @@ def test_cut_off_samples_count_as_no_answer(tmp_path: Path, monkeypatch) -> None
 
     write_rated(tmp_path, ["Compute 6*83."])
     use_engines(monkeypatch, {"labeler": CutOffLabeler(lambda request, k: "")})
-    result = label.run(labeler_config(samples=4), tmp_path)
+    result = runner.run(label.STAGE, labeler_config(samples=4), tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "labeled")).row(0, named=True)
     assert rejected["answers"] == [None, None, None, "498"] and rejected["reject_reason"] == "low_consistency"
     assert result.info["funnel"]["truncated"] == 3
@@ -168,7 +169,7 @@ def test_the_labeler_never_sees_a_solution_left_in_the_problem(tmp_path: Path, m
     write_rated(tmp_path, [leaked])
     engine = ScriptedEngine(lambda request, k: boxed("498"))
     use_engines(monkeypatch, {"labeler": engine})
-    label.run(labeler_config(samples=4), tmp_path)
+    runner.run(label.STAGE, labeler_config(samples=4), tmp_path)
     assert engine.requests[0].fields == {"problem": "Compute 6*83."}
     assert "407" not in engine.requests[0].messages[0]["content"]
     assert read_table(tmp_path, "labeled")["answer"].to_list() == ["498"]
@@ -179,7 +180,7 @@ def test_a_label_that_copies_the_solution_in_the_problem_is_rejected(tmp_path: P
     write_rated(tmp_path, [leaked, "Compute 7*8."])
     use_engines(monkeypatch, {"labeler": ScriptedEngine(lambda request, k: boxed("407") if "6*83" in
                                                         request.fields["problem"] else boxed("56"))})
-    label.run(labeler_config(samples=4), tmp_path)
+    runner.run(label.STAGE, labeler_config(samples=4), tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert rejected.select("problem", "reject_reason").rows() == [(leaked, "copied_solution")]
     assert read_table(tmp_path, "labeled")["answer"].to_list() == ["56"]
@@ -190,7 +191,7 @@ def test_answers_or_problems_with_control_characters_never_reach_the_labeled_set
                "bell \x07 in the problem": [boxed("4")] * 8, "flipped \u202e problem": [boxed("4")] * 8}
     write_rated(tmp_path, list(samples))
     use_engines(monkeypatch, {"labeler": scripted(samples)})
-    label.run(labeler_config(), tmp_path)
+    runner.run(label.STAGE, labeler_config(), tmp_path)
     assert read_table(tmp_path, "labeled")["problem"].to_list() == ["plain"]
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
     assert set(rejected["reject_reason"]) == {"control_characters"} and rejected.height == 3
@@ -220,7 +221,7 @@ def test_labeling_in_waves_keeps_the_problems_and_labels_of_drawing_every_sample
         write_rated(run, problems)
         config = noisy_oracle_config(labeler_error=0.3)
         config.synthesize.label_wave = wave
-        result = label.run(config, run)
+        result = runner.run(label.STAGE, config, run)
         runs[wave] = (read_table(run, "labeled").select("syn_id", "answer").rows(), result.info["funnel"])
     full, full_funnel = runs[8]
     assert len(full) > 20 and full_funnel["completions"] == 8 * 40

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig, parse_config
 from sws.errors import UserError
@@ -49,7 +50,7 @@ def test_keep_rule_counts_unparsed_verdicts_against_the_perfect_share(tmp_path: 
     config.roles.judges = [scripted_role("judge")]
     config.synthesize.ratings_per_judge = 2
     config.synthesize.rate_retries = 0
-    result = rate.run(config, tmp_path)
+    result = runner.run(rate.STAGE, config, tmp_path)
     kept = read_table(tmp_path, "rated")
     rejected = read_parquet(rejected_path(tmp_path, "rated"))
     assert kept["problem"].to_list() == [PROBLEMS[0], PROBLEMS[1], PROBLEMS[4]]
@@ -71,7 +72,7 @@ def test_allow_bad_and_threshold_are_options(tmp_path: Path, monkeypatch) -> Non
     config.synthesize.ratings_per_judge = 2
     config.synthesize.allow_bad = True
     config.synthesize.min_perfect_ratio = 0.0
-    rate.run(config, tmp_path)
+    runner.run(rate.STAGE, config, tmp_path)
     assert read_table(tmp_path, "rated").height == 2
 
 
@@ -82,7 +83,7 @@ def test_verdicts_are_kept_per_judge(tmp_path: Path, monkeypatch) -> None:
     use_engines(monkeypatch, {"strict": strict, "lenient": lenient})
     config = PipelineConfig()
     config.roles.judges = [scripted_role("strict"), scripted_role("lenient")]
-    rate.run(config, tmp_path)
+    runner.run(rate.STAGE, config, tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "rated"))
     assert json.loads(rejected["verdicts"][0]) == {"0:oracle/strict": ["bad"], "1:oracle/lenient": ["perfect"]}
     assert strict.requests[0].task == "rate" and set(strict.requests[0].fields) == {"problem"}
@@ -92,7 +93,7 @@ def test_verdicts_are_kept_per_judge(tmp_path: Path, monkeypatch) -> None:
 def test_accurate_oracle_judge_removes_exactly_the_defective_problems(tmp_path: Path) -> None:
     problems = [*PROBLEMS[:3], "Compute 12*x.", "Compute 17 mod 0.", "Compute 45+12 plus some number."]
     write_synthetic(tmp_path, problems)
-    rate.run(noisy_oracle_config(judge_error=0.0), tmp_path)
+    runner.run(rate.STAGE, noisy_oracle_config(judge_error=0.0), tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "rated"))
     assert sorted(rejected["problem"]) == sorted(problems[3:])
     assert all(solve(problem).kind == "ill_posed" for problem in rejected["problem"])
@@ -114,7 +115,7 @@ def test_unusable_judgements_are_asked_again_and_the_analyses_are_kept(tmp_path:
     config = PipelineConfig()
     config.roles.judges = [scripted_role("judge")]
     config.synthesize.rate_retries = 3
-    rate.run(config, tmp_path)
+    runner.run(rate.STAGE, config, tmp_path)
 
     kept = read_table(tmp_path, "rated").row(0, named=True)
     assert kept["problem"] == PROBLEMS[0]
@@ -137,7 +138,7 @@ def test_a_cut_off_judgement_does_not_count(tmp_path: Path, monkeypatch) -> None
     use_engines(monkeypatch, {"judge": CutOffJudge(lambda request, k: "")})
     config = PipelineConfig()
     config.roles.judges = [scripted_role("judge")]
-    result = rate.run(config, tmp_path)
+    result = runner.run(rate.STAGE, config, tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "rated")).row(0, named=True)
     assert rejected["reject_reason"] == "truncated" and rejected["n_truncated"] == 1
     assert result.info["funnel"]["truncated"] == 3 == result.info["funnel"]["completions"]
@@ -150,4 +151,4 @@ def test_an_empty_judge_list_is_rejected_with_the_config_before_any_step_runs() 
 
 def test_missing_synthetic_names_the_command(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="sws synthesize --steps generate"):
-        rate.run(PipelineConfig(), tmp_path)
+        runner.run(rate.STAGE, PipelineConfig(), tmp_path)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sws import runner
 from sws.artifacts import (
     STR,
     StageResult,
@@ -76,4 +77,4 @@ def run_round(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool 
     filter)."""
     steps = (generate, rate, label, *([audit] if audit.is_on(cfg) else []))
     return [run_requests(cfg, run_dir, adapt_round, force),
-            *(step.run(cfg, run_dir, force, adapt_round=adapt_round) for step in steps)]
+            *(runner.run(step.DECLARED[0], cfg, run_dir, force, adapt_round=adapt_round) for step in steps)]

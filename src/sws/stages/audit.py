@@ -151,6 +151,6 @@ def wrong_label_rate(wrong: int, judged: int) -> dict[str, float]:
 
 
 DECLARED = (Stage(
-    STEP, "Check the labels: an auditor solves each labeled problem without seeing its label.", run,
+    STEP, "Check the labels: an auditor solves each labeled problem without seeing its label.", drive=run,
     reads=("labeled",), writes=("audited",), roles=("auditor",), section="audit", uses_executor=True,
     synthesis_step=True, funnel=True, command="sws synthesize --steps audit", in_run=False, runs_when=is_on),)

@@ -147,6 +147,6 @@ def draw_concept_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[pl.DataFrame,
 
 
 DECLARED = (Stage(
-    STEP, "Sample concept sets per category under the synthesis budget.", run, reads=('concepts', 'categories'), writes=('concept_sets',),
+    STEP, "Sample concept sets per category under the synthesis budget.", drive=run, reads=('concepts', 'categories'), writes=('concept_sets',),
     roles=(), section="synthesize", uses_executor=False, synthesis_step=True, funnel=True,
     command="sws synthesize --steps combine", in_run=False),)

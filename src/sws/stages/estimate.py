@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from sws import tokens, ui
+from sws import runner, tokens, ui
 from sws.artifacts import (
     StageResult,
     fingerprint,
@@ -96,7 +96,7 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool 
                                    outputs=[table_path(pilot, "concept_sets")], body=sample, force=force)
                 drawn = {"sets": int(result.info["sets"]), "pilot_sets": int(result.rows["concept_sets"])}
             else:
-                declared[step].run(cfg, pilot, force)
+                runner.run(declared[step], cfg, pilot, force)
     factor = drawn["sets"] / drawn["pilot_sets"] if drawn.get("pilot_sets") else 0.0
     projected: dict[str, Any] = {}
     for step in steps:

@@ -420,5 +420,5 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 DECLARED = (Stage(
     STAGE, "Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves.",
-    run, reads=("problems", "weakness"), writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
+    drive=run, reads=("problems", "weakness"), writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
     section="eval", uses_executor=True, command="sws eval"),)

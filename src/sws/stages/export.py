@@ -45,5 +45,5 @@ def run(
 
 
 DECLARED = (Stage(
-    "export", "Write a problem set as verl's RL dataset Parquet (prompt, reward_model, extra_info).", run,
+    "export", "Write a problem set as verl's RL dataset Parquet (prompt, reward_model, extra_info).", drive=run,
     reads=("augmented",), command="sws export verl", title="export verl"),)

@@ -100,6 +100,6 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
 
 
 DECLARED = (Stage(
-    STEP, "The extractor lists the foundational concepts of each weak problem.", run, reads=('weakness', 'problems'), writes=('concepts',),
+    STEP, "The extractor lists the foundational concepts of each weak problem.", drive=run, reads=('weakness', 'problems'), writes=('concepts',),
     roles=('extractor',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
     command="sws synthesize --steps extract", in_run=False),)

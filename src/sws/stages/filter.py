@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sws import ui
+from sws import runner, ui
 from sws.artifacts import (
     INT,
     StageResult,
@@ -64,7 +64,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
         for adapt_round in rounds:
             if adapt_round > 0:
                 adapt.run_round(cfg, run_dir, adapt_round, force)
-            score.run(cfg, run_dir, force, adapt_round=adapt_round)
+            runner.run(score.DECLARED[0], cfg, run_dir, force, adapt_round=adapt_round)
     return keep_band(cfg, run_dir, list(rounds), force)
 
 
@@ -133,5 +133,5 @@ def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts
 
 DECLARED = (Stage(
     STAGE, "Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.",
-    run, reads=("labeled", "audited"), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
+    drive=run, reads=("labeled", "audited"), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
     command="sws filter"),)

@@ -230,6 +230,6 @@ def screen_contamination(cfg: PipelineConfig, run_dir: Path, kept: list[dict], b
 
 
 DECLARED = (Stage(
-    STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", run, reads=('concept_sets', 'problems'), writes=('synthetic',),
+    STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", drive=run, reads=('concept_sets', 'problems'), writes=('synthetic',),
     roles=('generator',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
     command="sws synthesize --steps generate", in_run=False),)

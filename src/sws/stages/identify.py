@@ -233,7 +233,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 
 DECLARED = (Stage(
-    STAGE, "Find the problems the policy keeps failing and each category's synthesis budget share.", run,
+    STAGE, "Find the problems the policy keeps failing and each category's synthesis budget share.", drive=run,
     reads=("problems", "rollouts"), writes=("weakness", "categories"), section="identify",
     options=(
         Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),

@@ -50,5 +50,5 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 
 DECLARED = (Stage(
-    STAGE, "Read another trainer's rollout log into rollouts.parquet, matching every row to a problem.", run,
+    STAGE, "Read another trainer's rollout log into rollouts.parquet, matching every row to a problem.", drive=run,
     reads=("problems",), writes=("rollouts",), section="ingest", command="sws ingest", in_run=False),)

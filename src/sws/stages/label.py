@@ -27,27 +27,18 @@ from pathlib import Path
 import polars as pl
 
 from sws import text_hygiene, ui
-from sws.artifacts import (
-    FLOAT,
-    STR,
-    STR_LIST,
-    StageResult,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-)
+from sws.artifacts import FLOAT, STR, STR_LIST
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Request
 from sws.engines.fanout import fan_out
-from sws.executors import executor_for
-from sws.funnel import write_step_outputs
+from sws.executors import Executor
 from sws.grading import GradingPool, equivalent, extract_answer, graded_count, group_answers
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import Sampling, policy_role, sample_and_grade
 from sws.prompts import PromptTemplate, load_template
+from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 
 STEP = "label"
@@ -55,30 +46,26 @@ WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
 LABEL_SCHEMA = {"answer": STR, "consistency": FLOAT, "answers": STR_LIST, "student_agreement": FLOAT}
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
-    """Label `rated` (of adaptive round `adapt_round`, see `sws.stages.adapt`) into `labeled`."""
-    run_dir = Path(run_dir)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
     synth = cfg.synthesize
-    template = load_template("label", synth.prompt_dir)
-    student = policy_role(cfg, run_dir) if synth.weak_to_strong else None
-    config = {
-        "seed": cfg.seed, "labeler": cfg.roles.labeler.model_dump(mode="json"), "prompt": template.digest,
+    decided = {
+        "seed": cfg.seed, "labeler": cfg.roles.labeler.model_dump(mode="json"), "prompt": template(cfg).digest,
         "label_samples": synth.label_samples, "min_consistency": synth.min_consistency,
         "weak_to_strong": synth.weak_to_strong, "label_wave": synth.label_wave,
     }
-    if student is not None:
-        config |= {"student": student.model_dump(mode="json"), "world": cfg.world,
-                   "student_samples": synth.student_samples, "student_min_agreement": synth.student_min_agreement}
-    return run_stage(
-        run_dir, round_name(STEP, adapt_round),
-        config=config,
-        inputs=[table_path(run_dir, round_name("rated", adapt_round)),
-                *([Path(student.model)] if student is not None else [])],
-        outputs=[table_path(run_dir, round_name("labeled", adapt_round)),
-                 rejected_path(run_dir, round_name("labeled", adapt_round))],
-        body=lambda: _label(cfg, run_dir, template, student, adapt_round),
-        force=force,
-    )
+    if synth.weak_to_strong:
+        decided |= {"student": cfg.roles.policy.model_dump(mode="json"), "world": cfg.world,
+                    "student_samples": synth.student_samples, "student_min_agreement": synth.student_min_agreement}
+    return decided
+
+
+def student_model(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    """The student policy's folder, whose weights decide weak-to-strong labels."""
+    return [Path(policy_role(cfg, run.root).model)] if cfg.synthesize.weak_to_strong else []
+
+
+def template(cfg: PipelineConfig) -> PromptTemplate:
+    return load_template("label", cfg.synthesize.prompt_dir)
 
 
 def teacher_label(answers: list[str | None], pool: GradingPool | None = None) -> tuple[str | None, float]:
@@ -94,26 +81,28 @@ def teacher_labels(sampled: list[list[str | None]], pool: GradingPool) -> list[t
     return [teacher_label(answers, pool) for answers in sampled]
 
 
-def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student: EngineConfig | None,
-           adapt_round: int) -> StageResult:
+def label(context: StageContext) -> StageOutput:
+    """The labeler's answers to each rated problem, grouped by equivalence; the largest group's answer is the label."""
+    cfg, executor = context.cfg, context.executor
     synth = cfg.synthesize
-    rated = read_table(run_dir, round_name("rated", adapt_round))
+    prompt = template(cfg)
+    student = policy_role(cfg, context.run.root) if synth.weak_to_strong else None
+    rated = context.table("rated")
     ids, problems = rated["syn_id"].to_list(), rated["problem"].to_list()
     split = [split_solution(problem) for problem in problems]
     statements, leaked = [statement for statement, _ in split], [solution for _, solution in split]
     requests = [
         role_request(cfg.roles.labeler, task="label", fields={"problem": statement},
-                     text=template.render({"problem": statement}), n=synth.label_samples,
+                     text=prompt.render({"problem": statement}), n=synth.label_samples,
                      seed=request_seed(cfg.seed, STEP, problem_id))
         for problem_id, statement in zip(ids, statements, strict=True)
     ]
     if not requests:
-        ui.info(f"{STEP}: {table_path(run_dir, round_name('rated', adapt_round))} is empty; nothing to label")
-    executor = executor_for(cfg, run_dir)
+        ui.info(f"{STEP}: {context.source('rated')} is empty; nothing to label")
     if synth.label_wave is None:
         completions = executor.complete("labeler", cfg.roles.labeler, requests, synth.shard_size, "label answers")
     else:
-        completions = sampled_in_waves(cfg, run_dir, requests, synth.label_wave, student is not None)
+        completions = sampled_in_waves(cfg, executor, requests, synth.label_wave, student is not None)
     answers = [[sample_answer(completion) for completion in samples] for samples in completions]
     labels = executor.map_graded(teacher_labels, answers)
     reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
@@ -127,7 +116,7 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
     if student is not None:
         asked = [index for index, reason in enumerate(reasons) if reason is None]
         student_agreement = _student_agreement(
-            cfg, run_dir, student, [(ids[i], statements[i], labels[i][0]) for i in asked])
+            cfg, executor, student, [(ids[i], statements[i], labels[i][0]) for i in asked])
         for index, agreement in zip(asked, student_agreement, strict=True):
             agreements[index] = agreement
             if agreement is None:
@@ -145,18 +134,16 @@ def _label(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, student
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**rated.schema, **LABEL_SCHEMA}
-    return write_step_outputs(run_dir, STEP, round_name("labeled", adapt_round), rated.height,
-                              pl.DataFrame(kept, schema=schema),
-                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}),
-                              [completion for samples in completions for completion in samples])
+    return StageOutput(tables={"labeled": pl.DataFrame(kept, schema=schema)},
+                       rejected={"labeled": pl.DataFrame(rejected, schema={**schema, "reject_reason": STR})},
+                       completions=[completion for samples in completions for completion in samples])
 
 
-def sampled_in_waves(cfg: PipelineConfig, run_dir: Path, requests: list[Request], wave: int,
+def sampled_in_waves(cfg: PipelineConfig, executor: Executor, requests: list[Request], wave: int,
                      weak_to_strong: bool) -> list[list[Completion]]:
     """Each request's samples, drawn `wave` at a time as single-sample requests (`fan_out`: seeds seed, seed + 1,
     ...) until `label_settled` says more cannot change the problem's decision or label."""
     synth = cfg.synthesize
-    executor = executor_for(cfg, run_dir)
     singles = [fan_out(request) for request in requests]
     drawn: list[list[Completion]] = [[] for _ in requests]
     pending = list(range(len(requests)))
@@ -207,20 +194,21 @@ def _teacher_reason(answer: str | None, consistency: float, min_consistency: flo
 
 
 def _student_agreement(
-    cfg: PipelineConfig, run_dir: Path, student: EngineConfig, asked: list[tuple[str, str, str]]
+    cfg: PipelineConfig, executor: Executor, student: EngineConfig, asked: list[tuple[str, str, str]]
 ) -> list[float | None]:
     """Per (syn_id, problem, teacher answer): the share of the student's graded samples equivalent to the answer
     (None when none could be graded)."""
     if not asked:
         return []
     [verdicts] = sample_and_grade(
-        cfg, run_dir, student, asked,
+        cfg, executor, student, asked,
         [Sampling(cfg.synthesize.student_samples, student.temperature, student.max_tokens, (STEP, "student"))],
         cfg.synthesize.shard_size, "student answers")
     return [n_correct / n if n else None for n, n_correct in map(graded_count, verdicts)]
 
 
-DECLARED = (Stage(
-    STEP, "Reference answers by the labeler's self-consistency.", run, reads=('rated',), writes=('labeled',),
-    roles=('labeler',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps label", in_run=False),)
+STAGE = Stage(
+    STEP, "Reference answers by the labeler's self-consistency.", label, reads=("rated",), writes=("labeled",),
+    rejects=("labeled",), settings=settings, input_files=student_model, roles=("labeler",), section="synthesize",
+    uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --steps label", in_run=False)
+DECLARED = (STAGE,)

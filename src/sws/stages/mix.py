@@ -119,10 +119,10 @@ def build(cfg: PipelineConfig, run_dir: Path, step: str, table: str, kinds: list
 
 DECLARED = (
     Stage(STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and "
-          "the selected ones (mix.sources).", run, reads=("problems", "filtered"), writes=("augmented",),
+          "the selected ones (mix.sources).", drive=run, reads=("problems", "filtered"), writes=("augmented",),
           section="mix", funnel=True, example="sws mix --run runs/demo"),
     Stage(SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
-          "selected ones (select.arm).", run_selected, reads=("problems", "selected"), writes=("selected_mix",),
+          "selected ones (select.arm).", drive=run_selected, reads=("problems", "selected"), writes=("selected_mix",),
           section="select", title="mix selected", runs_when=lambda cfg: cfg.select.arm,
           example="sws mix_selected --run runs/demo"),
 )

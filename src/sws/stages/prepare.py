@@ -369,5 +369,5 @@ def categorizer_identity(cfg: PipelineConfig) -> dict:
 
 DECLARED = (Stage(
     STAGE, "Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a "
-    "reason); with prepare.categorize, the categorizer labels rows without a category.", run, writes=("problems",),
+    "reason); with prepare.categorize, the categorizer labels rows without a category.", drive=run, writes=("problems",),
     section="prepare", funnel=True, command="sws prepare"),)

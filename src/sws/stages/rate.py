@@ -13,30 +13,19 @@ verdict unless synthesize.allow_bad. `verdicts` is a JSON object {judge: [verdic
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    FLOAT,
-    INT,
-    STR,
-    StageResult,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-)
+from sws.artifacts import FLOAT, INT, STR
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
-from sws.executors import Executor, executor_for
-from sws.funnel import write_step_outputs
+from sws.executors import Executor
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import VERDICTS, Judgement, parse_judgement
-from sws.prompts import PromptTemplate, load_template
+from sws.prompts import load_template
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 
 STEP = "rate"
@@ -71,43 +60,34 @@ def keep_reason(verdicts: list[str], min_perfect_ratio: float, allow_bad: bool) 
     return None
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
-    """Rate `synthetic` (of adaptive round `adapt_round`, see `sws.stages.adapt`) into `rated`."""
-    run_dir = Path(run_dir)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
     synth = cfg.synthesize
-    template = load_template("rate", synth.prompt_dir)
-    return run_stage(
-        run_dir, round_name(STEP, adapt_round),
-        config={
-            "seed": cfg.seed, "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges],
-            "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
-            "min_perfect_ratio": synth.min_perfect_ratio,
-            "allow_bad": synth.allow_bad, "prompt": template.digest,
-        },
-        inputs=[table_path(run_dir, round_name("synthetic", adapt_round))],
-        outputs=[table_path(run_dir, round_name("rated", adapt_round)),
-                 rejected_path(run_dir, round_name("rated", adapt_round))],
-        body=lambda: _rate(cfg, run_dir, template, adapt_round),
-        force=force,
-    )
+    return {
+        "seed": cfg.seed, "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges],
+        "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
+        "min_perfect_ratio": synth.min_perfect_ratio, "allow_bad": synth.allow_bad,
+        "prompt": load_template("rate", synth.prompt_dir).digest,
+    }
 
 
-def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_round: int) -> StageResult:
+def rate(context: StageContext) -> StageOutput:
+    """Every judge's verdicts on every synthetic problem; the keep rule decides."""
+    cfg = context.cfg
     synth = cfg.synthesize
     if not cfg.roles.judges:
         raise UserError("config field 'roles.judges' is empty; list at least one judge role")
-    synthetic = read_table(run_dir, round_name("synthetic", adapt_round))
+    template = load_template("rate", synth.prompt_dir)
+    synthetic = context.table("synthetic")
     ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
     prompts = [template.render({"problem": problem}) for problem in problems]
     judged: list[dict[str, list[Judgement | str]]] = [{} for _ in problems]
     completions: list[Completion] = []
     if not problems:
-        ui.info(f"{STEP}: {table_path(run_dir, round_name('synthetic', adapt_round))} is empty; nothing to rate")
-    executor = executor_for(cfg, run_dir)
+        ui.info(f"{STEP}: {context.source('synthetic')} is empty; nothing to rate")
     for index, judge in enumerate(cfg.roles.judges if problems else []):
         name = judge_name(index, judge)
         for by_problem, (judgements, answered) in zip(
-            judged, judge_all(cfg, executor, judge, name, ids, problems, prompts), strict=True
+            judged, judge_all(cfg, context.executor, judge, name, ids, problems, prompts), strict=True
         ):
             by_problem[name] = judgements
             completions.extend(answered)
@@ -127,9 +107,9 @@ def _rate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, adapt_ro
         else:
             rejected.append({**record, "reject_reason": reason})
     schema = {**synthetic.schema, **SUMMARY_SCHEMA}
-    return write_step_outputs(run_dir, STEP, round_name("rated", adapt_round), synthetic.height,
-                              pl.DataFrame(kept, schema=schema),
-                              pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}), completions)
+    return StageOutput(tables={"rated": pl.DataFrame(kept, schema=schema)},
+                       rejected={"rated": pl.DataFrame(rejected, schema={**schema, "reject_reason": STR})},
+                       completions=completions)
 
 
 def verdict_label(judgement: Judgement | str) -> str:
@@ -170,7 +150,8 @@ def judge_all(
     return list(zip(judgements, answered, strict=True))
 
 
-DECLARED = (Stage(
-    STEP, "Judges rate each problem; the keep rule decides.", run, reads=('synthetic',), writes=('rated',),
-    roles=('judges',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps rate", in_run=False),)
+STAGE = Stage(
+    STEP, "Judges rate each problem; the keep rule decides.", rate, reads=("synthetic",), writes=("rated",),
+    rejects=("rated",), settings=settings, roles=("judges",), section="synthesize", uses_executor=True,
+    synthesis_step=True, funnel=True, command="sws synthesize --steps rate", in_run=False)
+DECLARED = (STAGE,)

@@ -740,5 +740,5 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 
 DECLARED = (Stage(
-    "report", "Write report.html: one self-contained page with every plot and table of the run.", run,
+    "report", "Write report.html: one self-contained page with every plot and table of the run.", drive=run,
     section="report", example="sws report --run runs/demo"),)

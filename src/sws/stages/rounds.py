@@ -315,13 +315,13 @@ def stop_reason(cfg: PipelineConfig, run_dir: Path) -> str | None:
 
 
 DECLARED = (
-    Stage("rounds_inputs", "A later round's problems, rollout log and policy, from the round before.", wire_round,
+    Stage("rounds_inputs", "A later round's problems, rollout log and policy, from the round before.", drive=wire_round,
           reads=("augmented", "train/augmented/rollouts", "weakness"), writes=("prior_weak",), section="rounds",
           command="sws run PIPELINE --rounds N", in_run=False),
-    Stage("rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", update_ledger,
+    Stage("rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", drive=update_ledger,
           reads=("weakness", "eval/problems"), writes=("ledger", "rounds_summary"), section="rounds",
           command="sws run PIPELINE --rounds N", in_run=False),
     Stage("rounds_reference", "A fixed judge rates the round's generated problems, to measure its judges.",
-          rate_with_reference, reads=("synthetic",), writes=("reference_rated",), section="rounds",
+          drive=rate_with_reference, reads=("synthetic",), writes=("reference_rated",), section="rounds",
           uses_executor=True, command="sws run PIPELINE --rounds N", in_run=False),
 )

@@ -154,5 +154,5 @@ def unanimous_answers(sampled: list[list[str | None]], pool: GradingPool) -> lis
 
 
 DECLARED = (Stage(
-    STEP, "The policy's accuracy on each labeled problem.", run, reads=("labeled", "audited"), writes=("scored",),
+    STEP, "The policy's accuracy on each labeled problem.", drive=run, reads=("labeled", "audited"), writes=("scored",),
     section="filter", uses_executor=True, command="sws filter", in_run=False),)

@@ -213,7 +213,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 DECLARED = (Stage(
     STEP, "Take the pool problems nearest to the weak ones, per category under the fail-ratio budget (no "
-    "generation).", run, reads=("problems", "weakness", "categories", "filtered"), writes=("selected",), section="select",
+    "generation).", drive=run, reads=("problems", "weakness", "categories", "filtered"), writes=("selected",), section="select",
     options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file (default: the world's own "
                     "pool, if it draws one).", str, "--pool"),
              Option("select.budget", "Problems to select in all (default: as many as the band filter kept).", int)),

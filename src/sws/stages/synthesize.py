@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sws import tokens, ui
+from sws import runner, tokens, ui
 from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -83,7 +83,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         if step not in chosen:
             ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
     with shared_engines(), tokens.capped(spending_cap(cfg)):
-        results = [declared[step].run(cfg, run_dir, force) for step in chosen]
+        results = [runner.run(declared[step], cfg, run_dir, force) for step in chosen]
     funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
     ui.console.print(funnel_table(funnel))
     spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
@@ -104,7 +104,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
 
 DECLARED = (Stage(
     "synthesize", "Turn the weak problems into new problems with verified reference answers, and print the "
-    "funnel.", run, reads=("weakness", "categories", "problems"), section="synthesize",
+    "funnel.", drive=run, reads=("weakness", "categories", "problems"), section="synthesize",
     uses_executor=True, command="sws synthesize", options=(
         Option("synthesize.budget", "Concept sets (new problems) to sample in all (default 200).", int),
         Option("synthesize.max_tokens", "Stop cleanly between shards once the steps' prompt + completion tokens "

@@ -211,7 +211,7 @@ def _init_model(cfg: PipelineConfig, run_dir: Path, kind: str, config_file: Path
 def declaration(kind: str, **fields: Any) -> Stage:
     return Stage(**{
         "name": f"train_{kind}", "summary": f"GRPO-train the {kind} policy.",
-        "run": functools.partial(run, kind=kind),
+        "drive": functools.partial(run, kind=kind),
         "reads": (TRAINING_SETS[kind],),
         "writes": (f"train/{kind}/curve", "rollouts" if kind == "initial" else f"train/{kind}/rollouts"),
         "section": "train", "command": f"sws train {kind}", **fields,
@@ -221,6 +221,6 @@ def declaration(kind: str, **fields: Any) -> Stage:
 DECLARED_INITIAL = (declaration("initial", title="train initial"),)
 # `sws run` trains augmented and baseline together, side by side where it can.
 # The selected arm runs after them (`select.arm`).
-DECLARED_CONTINUATIONS = (declaration("augmented", title="train augmented and baseline", run=run_continuations),
+DECLARED_CONTINUATIONS = (declaration("augmented", title="train augmented and baseline", drive=run_continuations),
                           declaration("baseline", in_run=False),
                           declaration("selected", title="train selected", runs_when=lambda cfg: cfg.select.arm))

@@ -1,0 +1,236 @@
+"""The runner: the only code that touches the run directory for a declared stage (`sws.stage.Stage`).
+
+`run_stage(stage, cfg, run_dir)` reads the tables the declaration names (schema-checked), fingerprints the settings
+the declaration names and the inputs, and skips the stage when its manifest matches them and its outputs are the
+files it wrote. Otherwise it hands the stage's compute function a `StageContext` (the config, the input tables, one
+executor for the whole stage, the world) and writes what the function returns: the output tables, the rejected
+rows beside each filtered table (`<table>.rejected.parquet`, each row with its `reject_reason`), the funnel row
+and the manifest, committed as one set (`commit_stage`). A compute function never opens the run directory.
+
+Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in round r: their round tables
+(`ROUND_TABLES`) and manifests then live under `adapt/round-<r>/`, and the same declarations serve.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sws import tokens, ui
+from sws.artifacts import (
+    StageResult,
+    _absolute,
+    _OutputSet,
+    _remove_leftover_temporaries,
+    _remove_manifest,
+    _restore_if_untouched,
+    _running,
+    atomic_write,
+    config_hash,
+    fingerprints,
+    interrupts_deferred,
+    package_versions,
+    read_manifest,
+    read_table,
+    round_name,
+    stale_reason,
+    write_json,
+    write_parquet,
+    write_table,
+)
+from sws.config import PipelineConfig
+from sws.engines.base import Completion
+from sws.executors import Executor, executor_for
+from sws.funnel import funnel_row
+from sws.run_dir import RunDir
+from sws.stage import Stage
+from sws.world import World, get_world
+
+# The tables each adaptive round writes anew (the others, such as `problems`, are the run's).
+ROUND_TABLES = frozenset({"concept_sets", "synthetic", "rated", "labeled", "audited", "scored"})
+
+
+def scoped(name: str, adapt_round: int) -> str:
+    """Table `name` as adaptive round `adapt_round` holds it."""
+    return round_name(name, adapt_round) if name in ROUND_TABLES else name
+
+
+@dataclass
+class StageContext:
+    """What a compute function gets: the config, its input tables by declared name, an executor, the world."""
+
+    cfg: PipelineConfig
+    tables: dict[str, pl.DataFrame]
+    run: RunDir
+    adapt_round: int = 0
+    force: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def executor(self) -> Executor:
+        return executor_for(self.cfg, self.run.root)
+
+    @property
+    def world(self) -> World:
+        return get_world(self.cfg.world)
+
+    def table(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+    def source(self, name: str) -> Path:
+        """Where input table `name` lies, for a message that names the file."""
+        return self.run.table(scoped(name, self.adapt_round))
+
+
+@dataclass
+class StageOutput:
+    """What a compute function returns: tables by declared name, the rejected rows of filtered ones, info for the
+    manifest, and (for the funnel) the rows it took in and the completions it asked for."""
+
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    rejected: dict[str, pl.DataFrame] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    rows_in: int | None = None
+    completions: Iterable[Completion] = ()
+    # Files outside the table layout (a report, an export): path -> writer of a temporary path.
+    files: dict[Path, Callable[[Path], None]] = field(default_factory=dict)
+
+
+def reads_of(stage: Stage, cfg: PipelineConfig, adapt_round: int) -> dict[str, str]:
+    """Declared name -> table name in the run, of every table the stage reads."""
+    names = {name: scoped(name, adapt_round) for name in stage.reads}
+    if stage.more_reads is not None:
+        names |= {name: name for name in stage.more_reads(cfg, adapt_round)}
+    return names
+
+
+def writes_of(stage: Stage, adapt_round: int) -> dict[str, str]:
+    return {name: scoped(name, adapt_round) for name in stage.writes}
+
+
+def run_stage(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, adapt_round: int = 0,
+              **options: Any) -> StageResult:
+    """Run declared `stage` unless its manifest is current; see the module docstring."""
+    run = RunDir(run_dir)
+    name = round_name(stage.name, adapt_round)
+    reads = reads_of(stage, cfg, adapt_round)
+    present = {declared: table for declared, table in reads.items()
+               if declared not in stage.optional_reads or run.table(table).exists()}
+    writes = writes_of(stage, adapt_round)
+    files = stage.output_files(cfg, run, options) if stage.output_files is not None else []
+    inputs = [run.table(table) for table in present.values()]
+    inputs += stage.input_files(cfg, run) if stage.input_files is not None else []
+    outputs = [*(run.table(table) for table in writes.values()),
+               *(run.rejected(writes[table]) for table in stage.rejects), *files]
+    settings = stage.settings(cfg, options) if stage.settings is not None else {}
+
+    def body() -> StageResult:
+        tables = {declared: read_table(run.root, table) for declared, table in present.items()}
+        context = StageContext(cfg, tables, run, adapt_round, force, options)
+        output = stage.compute(context)
+        return _write_output(stage, run, writes, present, tables, output)
+
+    return commit_stage(run.root, name, config=settings, inputs=inputs, outputs=outputs, body=body, force=force)
+
+
+def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict[str, str],
+                  tables: dict[str, pl.DataFrame], output: StageOutput) -> StageResult:
+    if set(output.tables) != set(writes) or set(output.rejected) != set(stage.rejects):
+        raise RuntimeError(f"stage {stage.name} returned tables {sorted(output.tables)} and rejected "
+                           f"{sorted(output.rejected)}; it declares {sorted(writes)} and {sorted(stage.rejects)}")
+    rows: dict[str, int] = {}
+    for declared, table in writes.items():
+        write_table(run.root, table, output.tables[declared])
+        rows[table] = output.tables[declared].height
+    for declared, rejected in output.rejected.items():
+        if "reject_reason" not in rejected.columns:
+            raise RuntimeError(f"stage {stage.name}: rejected rows of '{declared}' have no reject_reason")
+        write_parquet(rejected, run.rejected(writes[declared]))
+        rows[f"{writes[declared]}.rejected"] = rejected.height
+    for path, write in output.files.items():
+        atomic_write(path, write)
+    info = dict(output.info)
+    if stage.funnel:
+        kept = stage.writes[0]
+        rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
+        info["funnel"] = funnel_row(stage.name, rows_in, output.tables[kept].height,
+                                    output.rejected[kept]["reject_reason"].to_list(), output.completions).as_info()
+    return StageResult(stage.name, rows=rows, info=info)
+
+
+def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], outputs: list[Path],
+                 body: Callable[[], StageResult], force: bool = False) -> StageResult:
+    """Run `body` unless the stage's manifest matches its config, its inputs and its outputs' fingerprints.
+
+    The outputs are committed as a set: the manifest is removed before the body runs, the body's writes to
+    declared output files are staged, and only after it returns are they renamed into place and the manifest
+    written, each with fsync. A kill at any instant leaves the old outputs or the new ones, and a manifest
+    only beside the set it describes. (Folder outputs, such as a model, are written in place by their
+    producer; the missing manifest marks them unfinished until the stage completes.)
+    """
+    run_dir = Path(run_dir)
+    layout = RunDir(run_dir)
+    for path in [*outputs, layout.manifest(stage)]:  # before anything is removed or written
+        layout.check_inside(Path(path))
+    wanted_hash = config_hash(config)
+    inputs_fp = fingerprints(run_dir, inputs)
+    previous = read_manifest(run_dir, stage)
+    reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
+    if reason is None and not force:
+        ui.info(f"{stage}: up to date, skipped ({layout.manifest(stage)} matches; --force reruns it)")
+        tokens.record_done(previous.get("tokens") or {})
+        return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+    if reason is not None and reason.startswith("output"):
+        ui.info(f"{stage}: {reason}; running it again")
+    if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
+        ui.info(f"{stage}: stopped at a spending cap before; continuing from its finished shards")
+    _remove_manifest(run_dir, stage)
+    _remove_leftover_temporaries(outputs)
+    started = time.perf_counter()
+    declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
+    _running.append(declared)
+    try:
+        with tokens.ledger() as used_tokens:
+            result = body()
+    except tokens.CapReached as stop:
+        with interrupts_deferred():
+            declared.discard()
+            write_json(layout.manifest(stage), {
+                "stage": stage, "partial": True, "config_hash": wanted_hash, "inputs": inputs_fp, "outputs": {},
+                "rows": {}, "info": {"stopped_at": stop.setting}, "seconds": round(time.perf_counter() - started, 3),
+                **({"tokens": used_tokens} if used_tokens else {}), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            })
+        raise
+    except BaseException:
+        with interrupts_deferred():
+            declared.discard()
+            _restore_if_untouched(run_dir, stage, previous, outputs)
+        raise
+    finally:
+        _running.pop()
+    with interrupts_deferred():
+        declared.commit()
+    missing = [str(p) for p in outputs if not Path(p).exists()]
+    if missing:
+        raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
+    result.seconds = round(time.perf_counter() - started, 3)
+    write_json(layout.manifest(stage), {
+        "stage": stage, "config_hash": wanted_hash, "inputs": inputs_fp, "outputs": fingerprints(run_dir, outputs),
+        "rows": result.rows, "info": result.info, "seconds": result.seconds,
+        **({"tokens": used_tokens} if used_tokens else {}),
+        "versions": package_versions(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    })
+    return result
+
+
+def run(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, **options: Any) -> Any:
+    """Run a declared stage: its own `drive`, or `run_stage` on its compute function."""
+    if stage.drive is not None:
+        return stage.drive(cfg, Path(run_dir), force, **options)
+    return run_stage(stage, cfg, run_dir, force, **options)
