@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from sws import runner
 from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig
 from sws.engines import Completion, Engine, Request
@@ -115,7 +116,7 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
     })
     assert cfg.roles.generator.engine == "lettercount"
 
-    prepare.run(cfg, run_dir)
+    runner.run(prepare.STAGE, cfg, run_dir)
     problems = read_table(run_dir, "problems")
     assert set(problems["category"]) == {"vowels", "consonants"}  # the world's spelling of VOWELS
     # The initial run's log: every vowel problem is never solved, every consonant problem always.
@@ -125,7 +126,7 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
         "n": [4] * (2 * problems.height),
         "n_correct": [0 if category == "vowels" else 4 for category in problems["category"] for _ in (1, 2)],
     }))
-    identify.run(cfg, run_dir)
+    runner.run(identify.STAGE, cfg, run_dir)
     categories = read_table(run_dir, "categories")
     assert dict(zip(categories["category"], categories["share"], strict=True)) == {"consonants": 0.0, "vowels": 1.0}
 

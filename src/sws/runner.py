@@ -47,7 +47,7 @@ from sws.artifacts import (
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
 from sws.executors import Executor, executor_for
-from sws.funnel import funnel_row
+from sws.funnel import FunnelRow, funnel_row
 from sws.run_dir import RunDir
 from sws.stage import Stage
 from sws.world import World, get_world
@@ -100,6 +100,10 @@ class StageOutput:
     completions: Iterable[Completion] = ()
     # Files outside the table layout (a report, an export): path -> writer of a temporary path.
     files: dict[Path, Callable[[Path], None]] = field(default_factory=dict)
+    # The funnel row of a stage that declares `funnel`. True: the runner's (rows in, the first write's rows, the
+    # reasons of its rejected rows, `completions`). A row: the stage's own, where the runner's is not its row
+    # (mix counts only the rows it adds). False: none this time (prepare's is its categorizer's, when it labels).
+    funnel: FunnelRow | bool = True
 
 
 def reads_of(stage: Stage, cfg: PipelineConfig, adapt_round: int) -> dict[str, str]:
@@ -156,7 +160,9 @@ def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict
     for path, write in output.files.items():
         atomic_write(path, write)
     info = dict(output.info)
-    if stage.funnel:
+    if stage.funnel and isinstance(output.funnel, FunnelRow):
+        info["funnel"] = output.funnel.as_info()
+    elif stage.funnel and output.funnel:
         kept = stage.writes[0]
         rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
         info["funnel"] = funnel_row(stage.name, rows_in, output.tables[kept].height,
