@@ -278,6 +278,11 @@ def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """`rows` as JSON Lines, one object a line."""
+    write_text(path, "".join(json.dumps(row) + "\n" for row in rows))
+
+
 def write_table(run_dir: Path, name: str, df: pl.DataFrame) -> Path:
     """Validate and atomically write artifact `name` into the run directory."""
     path = table_path(run_dir, name)
