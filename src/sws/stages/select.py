@@ -166,8 +166,11 @@ def budget_tables(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
 
 def inputs(cfg: PipelineConfig, run: RunDir) -> list[Path]:
     """The pool, and with `select.band` the policy whose accuracies decide the band."""
-    policy = Path(policy_role(cfg, run.root).model) if cfg.select.band else None
-    return [Path(cfg.select.pool), *([policy] if policy is not None and policy.is_dir() else [])]
+    files = [Path(cfg.select.pool)]
+    if cfg.select.band:
+        policy = Path(policy_role(cfg, run.root).model)
+        files += [policy] if policy.is_dir() else []
+    return files
 
 
 def settings(cfg: PipelineConfig, options: dict) -> dict:
@@ -193,7 +196,7 @@ def select_from_pool(context: StageContext) -> StageOutput:
     without_weakness = fresh.filter(~pl.col("category").is_in(list(budgets)))
     weak = problems.join(context.table("weakness").filter(pl.col("weak")).select("problem_id"), on="problem_id",
                          how="semi")
-    run_dir = context.run.root  # the embedding caches
+    run_dir = context.run.root  # for the embedding caches and the policy's checkpoint
     selected, beyond = select(
         fresh.filter(pl.col("category").is_in(list(budgets))), weak, budgets,
         lambda texts: embed_texts(texts, cfg.roles.embedder, run_dir),
