@@ -160,14 +160,19 @@ def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict
     for path, write in output.files.items():
         atomic_write(path, write)
     info = dict(output.info)
-    if stage.funnel and isinstance(output.funnel, FunnelRow):
-        info["funnel"] = output.funnel.as_info()
-    elif stage.funnel and output.funnel:
-        kept = stage.writes[0]
-        rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
-        info["funnel"] = funnel_row(stage.name, rows_in, output.tables[kept].height,
-                                    output.rejected[kept]["reject_reason"].to_list(), output.completions).as_info()
+    if stage.funnel and output.funnel:
+        info["funnel"] = (output.funnel if isinstance(output.funnel, FunnelRow)
+                          else _funnel(stage, reads, tables, output)).as_info()
     return StageResult(stage.name, rows=rows, info=info)
+
+
+def _funnel(stage: Stage, reads: dict[str, str], tables: dict[str, pl.DataFrame], output: StageOutput) -> FunnelRow:
+    """The runner's funnel row: rows in (`rows_in`, else the first read's), the first write's rows, the reasons of
+    its rejected rows, and the cut-off ones among `completions`."""
+    kept = stage.writes[0]
+    rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
+    return funnel_row(stage.name, rows_in, output.tables[kept].height,
+                      output.rejected[kept]["reject_reason"].to_list(), output.completions)
 
 
 def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], outputs: list[Path],
