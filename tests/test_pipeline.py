@@ -17,7 +17,7 @@ from sws.world import get_world
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 METHOD_ORDER = [
     "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
-    "train augmented and baseline", "eval", "report",
+    "train baseline and augmented", "eval", "report",
 ]
 
 
@@ -49,7 +49,7 @@ def later_steps(tmp_path: Path) -> list[str]:
 
 def test_a_later_round_wires_its_inputs_then_runs_the_stages_from_identify_on(tmp_path: Path) -> None:
     assert later_steps(tmp_path) == ["round 2 inputs", "identify", "synthesize", "filter", "mix", "export verl",
-                                     "train augmented and baseline", "eval", "report"]
+                                     "train baseline and augmented", "eval", "report"]
 
 
 def summary() -> dict:

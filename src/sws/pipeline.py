@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sws import preflight, runner, ui
+from sws import arms, preflight, runner, ui
 from sws.artifacts import read_table
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
@@ -97,12 +97,12 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
 
 def headline_table(summary: dict[str, Any]) -> Table:
     """Per category and overall: the share of previously weak problems each policy solves greedily."""
-    present = [name for name in eval_stage.HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
+    present = [name for name in arms.NAMES if f"weak_solved_{name}" in summary]
     table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
     table.add_column("category")
     for name in present:
         table.add_column(name, justify="right")
-    differences = [(ahead, "baseline") for ahead in ("augmented", "selected") if {ahead, "baseline"} <= set(present)]
+    differences = [pair for pair in arms.against(arms.HEADLINE[1]) if set(pair) <= set(present)]
     for ahead, behind in differences:
         table.add_column(f"{ahead} − {behind}", justify="right")
     categories = sorted({category for name in present
@@ -143,13 +143,14 @@ def headline_lines(summary: dict[str, Any]) -> list[str]:
             (eval_stage.WEAK_LIKE_SET, "weak_like_solved", "pass1",
              "Fresh problems of the weak problems' families (learned the skill, or only the problems?), greedy"),
             (eval_stage.WEAK_LIKE_SET, "weak_like_avg_k", "avg_k", "The same fresh problems, share of k samples right")):
-        shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in eval_stage.HEADLINE_CHECKPOINTS}
+        shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in arms.NAMES}
         if all(share is None for share in shares.values()):
             continue
         line = f"{title}: " + ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share is not None)
         error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get(measure)
-        if shares.get("augmented") is not None and shares.get("baseline") is not None and error is not None:
-            line += (f" (augmented − baseline {100 * (shares['augmented'] - shares['baseline']):+.1f} ± "
+        ahead, behind = (shares.get(name) for name in arms.HEADLINE)
+        if ahead is not None and behind is not None and error is not None:
+            line += (f" ({eval_stage.DIFFERENCE} {100 * (ahead - behind):+.1f} ± "
                      f"{100 * error:.1f} points, one standard error)")
         lines.append(line)
     return lines

@@ -53,10 +53,15 @@ class Stage:
     writes: tuple[str, ...] = ()
     # The written tables that have a rejected-rows sidecar.
     rejects: tuple[str, ...] = ()
-    # Read when present (a table whose stage may not have run).
+    # Read when present (a table whose stage may not have run); `<table>.rejected`: the rows rejected from it.
     optional_reads: tuple[str, ...] = ()
     # More tables read, named as the run holds them, by (config, adaptive round): earlier rounds' tables, say.
     more_reads: Callable[[Any, int], tuple[str, ...]] | None = None
+    # More tables read when present, named as the run holds them (a later round's `rounds/<r>/...`, say).
+    more_optional_reads: Callable[[Any, int], tuple[str, ...]] | None = None
+    # The run folder (`sws.run_dir.RunDir`) its tables are read from, given its own: a later round reads the
+    # round before's. None: its own.
+    reads_from: Callable[[Any], Any] | None = None
     # What decides the outputs besides the inputs: (config, command options) -> a JSON-able dict.
     settings: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     # Files besides tables that decide the outputs (a model folder), and files written besides tables.

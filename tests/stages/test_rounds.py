@@ -36,7 +36,7 @@ def statuses(ledger: pl.DataFrame, number: int) -> dict[str, str]:
 
 def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() -> None:
     names = [stage.name for stage in rounds.later_round_stages()]
-    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_augmented",
+    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_continuations",
                      "train_selected", "eval", "report"]
 
 
