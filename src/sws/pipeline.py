@@ -47,11 +47,10 @@ def declared_step(stage: Stage) -> PipelineStep:
     return PipelineStep(stage.title or stage.name, functools.partial(runner.run, stage))
 
 
-def later_round_steps(cfg: PipelineConfig, run_dir: Path, number: int) -> list[PipelineStep]:
-    """Round `number` > 1 of run `run_dir`: its inputs from the round before, then the same stages as round 1 but
-    those that write what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
-    wire = PipelineStep(f"round {number} inputs",
-                        lambda cfg, _round_dir, force: rounds.wire_round(cfg, run_dir, number, force))
+def later_round_steps(cfg: PipelineConfig, number: int) -> list[PipelineStep]:
+    """Round `number` > 1: its inputs from the round before, then the same stages as round 1 but those that write
+    what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
+    wire = PipelineStep(f"round {number} inputs", functools.partial(runner.run, rounds.INPUTS))
     return [wire, *(declared_step(stage) for stage in rounds.later_round_stages()
                     if stage.is_on(cfg))]
 
@@ -80,19 +79,25 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
     run_steps(cfg, run_dir, pipeline_steps(cfg), force, "round 1: " if n_rounds > 1 else "")
     if rounds.records_rounds(cfg):
         later = rounds.later_round_config(cfg)
-        rounds.rate_with_reference(cfg, run_dir, force)
-        rounds.update_ledger(cfg, run_dir, 1, force)
+        record_round(cfg, cfg, run_dir, 1, force)
         for number in range(2, n_rounds + 1):
-            reason = rounds.stop_reason(cfg, run_dir)
+            reason = rounds.stop_reason(cfg, read_table(run_dir, "rounds_summary"))
             if reason:
                 ui.info(f"rounds: stopping before round {number}: {reason}")
                 break
             round_dir = RunDir(run_dir).round(number).root
-            run_steps(later, round_dir, later_round_steps(later, run_dir, number), force, f"round {number}: ")
-            rounds.rate_with_reference(later, round_dir, force)
-            rounds.update_ledger(cfg, run_dir, number, force)
+            run_steps(later, round_dir, later_round_steps(later, number), force, f"round {number}: ")
+            record_round(cfg, later, run_dir, number, force)
         runner.run(get_stage("report"), cfg, run_dir, force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
+
+
+def record_round(cfg: PipelineConfig, round_cfg: PipelineConfig, run_dir: Path, number: int, force: bool) -> None:
+    """After round `number` (run with `round_cfg`): the reference judge's ratings, then the ledger over the rounds
+    so far."""
+    if rounds.REFERENCE_RATING.is_on(round_cfg):
+        runner.run(rounds.REFERENCE_RATING, round_cfg, RunDir(run_dir).round(number).root, force)
+    runner.run(rounds.LEDGER, cfg, run_dir, force, rounds=number)
 
 
 def headline_table(summary: dict[str, Any]) -> Table:
@@ -164,7 +169,7 @@ def print_rounds(run_dir: Path, console: Console | None = None) -> None:
     per_round = read_table(run_dir, "rounds_summary")
     table = Table(title="Rounds (ledger.parquet: every problem weak in any round)")
     columns = ["round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
-               "weak_solved_baseline", "weak_solved_augmented"]
+               *(f"weak_solved_{arm.name}" for arm in arms.every_round() if arm.starts_from is not None)]
     for column in columns:
         table.add_column(column.removeprefix("n_").replace("weak_solved_", "solved "), justify="right")
     for row in per_round.iter_rows(named=True):

@@ -7,6 +7,11 @@ executor for the whole stage, the world) and writes what the function returns: t
 rows beside each filtered table (`<table>.rejected.parquet`, each row with its `reject_reason`), the funnel row
 and the manifest, committed as one set (`commit_stage`). A compute function never opens the run directory.
 
+A declared read `<table>.rejected` is the rejected rows beside `<table>`; a stage may read another run folder's
+tables (`Stage.reads_from`: a later round reads the round before's), and reads the run's manifests through its
+context (`StageContext.manifest`, `manifests`). `context` builds a stage's context without running it (what
+`sws train --dry-run` prepares from), and `is_current` says whether `run_stage` would skip it.
+
 Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in round r: their round tables
 (`ROUND_TABLES`) and manifests then live under `adapt/round-<r>/`, and the same declarations serve.
 """

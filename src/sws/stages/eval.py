@@ -471,14 +471,14 @@ def evaluate(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageRe
     """The sets, then each checkpoint that exists, then the aggregates; each stage skipped when current."""
     run = RunDir(run_dir)
     held_out.check_settings(cfg, run.config)
-    runner.run_stage(EVAL_SETS, cfg, run_dir, force)
+    runner.run(EVAL_SETS, cfg, run_dir, force)
     checkpoints = present_checkpoints(cfg, run)
     if not checkpoints:
         raise UserError(f"{run.root / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run.root}` "
                         "first")
     for checkpoint in checkpoints:
-        runner.run_stage(PARTS[checkpoint], cfg, run_dir, force)
-    return runner.run_stage(SUMMARY, cfg, run_dir, force, checkpoints=list(checkpoints))
+        runner.run(PARTS[checkpoint], cfg, run_dir, force)
+    return runner.run(SUMMARY, cfg, run_dir, force, checkpoints=list(checkpoints))
 
 
 STAGE = Stage(

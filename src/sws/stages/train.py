@@ -130,7 +130,7 @@ STAGES = {each.name: declaration(each) for each in ARMS}
 
 def run_arm(name: str, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     """Train arm `name` (a module-level function by name, so that a side-by-side worker can run it)."""
-    return runner.run_stage(STAGES[name], cfg, run_dir, force)
+    return runner.run(STAGES[name], cfg, run_dir, force)
 
 
 def dry_run(cfg: PipelineConfig, run_dir: Path, name: str) -> str:
