@@ -123,8 +123,10 @@ def synthesis_steps() -> tuple[Stage, ...]:
 
 
 def producer_of(table: str) -> str:
-    """The command that writes `table`, for an error that finds it missing: the one `sws run` runs first."""
-    writers = sorted((stage for stage in all_stages() if table in stage.writes), key=lambda stage: not stage.in_run)
+    """The command that writes `table`, for an error that finds it missing: the one `sws run` runs first. A stage
+    that reads another run folder (a later round's inputs) is no way to make the table in this one."""
+    writers = sorted((stage for stage in all_stages() if table in stage.writes and stage.reads_from is None),
+                     key=lambda stage: not stage.in_run)
     commands = list(dict.fromkeys(stage.how_to_run for stage in writers))
     if not commands:
         raise KeyError(f"no stage declares that it writes '{table}'")
