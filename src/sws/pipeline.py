@@ -168,8 +168,10 @@ def print_rounds(run_dir: Path, console: Console | None = None) -> None:
         return
     per_round = read_table(run_dir, "rounds_summary")
     table = Table(title="Rounds (ledger.parquet: every problem weak in any round)")
-    columns = ["round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
-               *(f"weak_solved_{arm.name}" for arm in arms.every_round() if arm.starts_from is not None)]
+    columns = [column for column in (
+        "round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
+        *(f"weak_solved_{arm.name}" for arm in arms.every_round() if arm.starts_from is not None))
+        if column in per_round.columns]
     for column in columns:
         table.add_column(column.removeprefix("n_").replace("weak_solved_", "solved "), justify="right")
     for row in per_round.iter_rows(named=True):

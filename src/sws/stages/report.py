@@ -398,25 +398,26 @@ def mitigation_section(page: Page) -> Section:
     return Section(title, body + weak_like_table(page) + precision_table(page) + weak_exposure_table(page))
 
 
-# The arms some difference compares (`sws.arms`), as eval names their checkpoints, with their labels.
-LABELS = {arm.name: arm.label for arm in arms.compared()}
+def evaluated_arms(weakness: pl.DataFrame) -> dict[str, str]:
+    """The arms some difference compares (`sws.arms`) that eval evaluated, by checkpoint name, with their labels."""
+    return {arm.name: arm.label for arm in arms.compared() if arm.name in set(weakness["checkpoint"])}
 
 
-def by_arm(frame: pl.DataFrame, index: list[str], value: str) -> pl.DataFrame:
-    """`value` per `index` row with one column per arm, then each difference between arms, in points."""
-    wide = (frame.filter(pl.col("checkpoint").is_in(list(LABELS)))
+def by_arm(frame: pl.DataFrame, index: list[str], value: str, labels: dict[str, str]) -> pl.DataFrame:
+    """`value` per `index` row with one column per arm of `labels`, then each difference between them, in points."""
+    wide = (frame.filter(pl.col("checkpoint").is_in(list(labels)))
             .pivot(on="checkpoint", index=index, values=value, sort_columns=False))
-    wide = wide.select(*index, *LABELS).rename(LABELS)
-    return wide.with_columns((100 * (pl.col(LABELS[ahead]) - pl.col(LABELS[behind])))
+    wide = wide.select(*index, *labels).rename(labels)
+    return wide.with_columns((100 * (pl.col(labels[ahead]) - pl.col(labels[behind])))
                              .map_elements("{:+.1f}".format, return_dtype=pl.Utf8)
-                             .alias(f"{LABELS[ahead]} − {LABELS[behind]} (points)")
-                             for ahead, behind in arms.differences())
+                             .alias(f"{labels[ahead]} − {labels[behind]} (points)")
+                             for ahead, behind in arms.differences() if {ahead, behind} <= set(labels))
 
 
-def added_problems(page: Page) -> pl.DataFrame:
+def added_problems(page: Page, labels: dict[str, str]) -> pl.DataFrame:
     """Per category and overall, the problems each arm's training set adds to the seed set."""
     seed = page.table("problems")
-    tables = {arm.label: page.table(arm.training_set) for arm in arms.compared()}
+    tables = {arm.label: page.table(arm.training_set) for arm in arms.compared() if arm.name in labels}
     tables = {arm: table for arm, table in tables.items() if table is not None}
     if seed is None or not tables:
         return pl.DataFrame()
@@ -433,13 +434,14 @@ def arms_section(page: Page) -> Section:
     """Seed only, synthetic and selected (select.arm): each continues from the initial policy for the same steps."""
     title = "Synthesis against selection: seed only, synthetic and selected on the same steps"
     weakness = page.table("eval/weakness")
-    if weakness is None or not set(LABELS) <= set(weakness["checkpoint"]):
+    labels = evaluated_arms(weakness) if weakness is not None else {}
+    if not set(labels) - set(arms.HEADLINE):
         return Section(title, paragraph(
             "No selected arm in this run: set select.arm: true (with mix.sources: [synthetic]) to also train seed ∪ "
             "the pool problems nearest the weak ones (sws select) for as many steps as augmented, and compare.",
             "missing"))
     steps = {arm.label: (curve.height if (curve := page.table(arm.curve)) is not None else None)
-             for arm in arms.compared()}
+             for arm in arms.compared() if arm.name in labels}
     budget = ("as many pool problems as the band filter kept synthetic ones (select.budget empty)"
               if page.cfg.select.budget is None else f"select.budget = {page.cfg.select.budget} pool problems")
     body = paragraph(
@@ -448,28 +450,28 @@ def arms_section(page: Page) -> Section:
         f"the pool problems sws select took nearest the weak ones, {budget}, split over the categories by fail "
         f"ratio. GRPO steps: {', '.join(f'{arm} {count}' for arm, count in steps.items())}. Differences are in "
         "points; one run's difference is mostly noise, `sws compare` gives them over seeds.")
-    added = added_problems(page)
+    added = added_problems(page, labels)
     if added.height:
         body += "<h3>Problems each arm adds to the seed set</h3>" + html_table(added)
     counts = weakness.filter(pl.col("checkpoint") == weakness["checkpoint"][0]).select("category", "n_weak")
     body += ("<h3>Previously weak problems solved (greedy)</h3>"
-             + html_table(by_arm(weakness, ["category"], "solved").join(counts, on="category", how="left")))
+             + html_table(by_arm(weakness, ["category"], "solved", labels).join(counts, on="category", how="left")))
     benchmarks = page.table("eval/benchmarks")
     if benchmarks is not None:
         like = benchmarks.filter(pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
         if like.height:
             body += ("<h3>Fresh problems of the weak problems' families (weak_like), Pass@1</h3>"
-                     + html_table(by_arm(like, ["category"], "pass1")))
+                     + html_table(by_arm(like, ["category"], "pass1", labels)))
         overall = benchmarks.filter((pl.col("category") == eval_stage.OVERALL)
                                     & (pl.col("eval_set") != eval_stage.WEAK_LIKE_SET))
         if overall.height:
             body += ("<h3>Every evaluation set, Pass@1 (the seed set is the training set)</h3>"
-                     + html_table(by_arm(overall, ["eval_set"], "pass1")))
+                     + html_table(by_arm(overall, ["eval_set"], "pass1", labels)))
             per_category = benchmarks.filter((pl.col("category") != eval_stage.OVERALL)
                                              & ~pl.col("eval_set").is_in([eval_stage.WEAK_LIKE_SET, eval_stage.SEED_SET]))
             if per_category.height:
                 body += ("<h3>Held-out sets per category, Pass@1</h3>"
-                         + html_table(by_arm(per_category, ["eval_set", "category"], "pass1")))
+                         + html_table(by_arm(per_category, ["eval_set", "category"], "pass1", labels)))
     return Section(title, body)
 
 
@@ -659,7 +661,8 @@ def rounds_section(page: Page) -> Section:
                                         "folder (round r > 1 runs in rounds/<r>/).", "missing"))
     numbers = per_round["round"].to_list()
     figure, axes = new_figure(width=8)
-    for column in (*(f"weak_solved_{arm.name}" for arm in arms.every_round()), "resolved_share"):
+    columns = [f"weak_solved_{arm.name}" for arm in arms.every_round()] + ["resolved_share"]
+    for column in (column for column in columns if column in per_round.columns):
         axes.plot(numbers, per_round[column].cast(pl.Float64).to_list(), marker="o", label=column)
     axes.set_xticks(numbers)
     axes.set_ylim(0, 1)
