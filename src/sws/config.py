@@ -24,6 +24,8 @@ from pydantic import (
 )
 
 from sws import safe_yaml
+from sws.arms import CHECKPOINTS
+from sws.arms import NAMES as ARM_NAMES
 from sws.artifacts import write_text
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -320,9 +322,8 @@ class EvalConfig(Section):
     set. `base` among the checkpoints is train.init_model, before any training."""
 
     benchmarks: list[str | BenchmarkConfig] = Field(default_factory=lambda: ["arith"])
-    checkpoints: list[Literal["base", "start", "initial", "baseline", "augmented", "selected"]] = Field(
-        default_factory=lambda: ["start", "initial", "baseline", "augmented", "selected"]
-    )
+    # Of `sws.arms.CHECKPOINTS`: `start` (the policy the world builds, when built) and every arm.
+    checkpoints: list[Literal[CHECKPOINTS]] = Field(default_factory=lambda: ["start", *ARM_NAMES])
     # The seed set under every checkpoint gives each training set's teachability in the report.
     seed_set: bool = True
     k: int = Field(8, ge=1)

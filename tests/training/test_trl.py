@@ -193,7 +193,7 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
     monkeypatch.setattr(trl.BandFilteredGRPOTrainer, "_generate_and_score_completions", spy)
     job = make_job(tmp_path / "out", tiny_policy, steps=3)
     kinds = ["all", "half", "none"] * 4
-    job = TrainJob(**{**job.__dict__, "name": "augmented",
+    job = TrainJob(**{**job.__dict__, "name": "augmented", "online_filter": True,
                       "problems": job.problems.with_columns(answer=pl.Series(kinds))})
 
     outcome = train(job, SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)}))
@@ -212,10 +212,11 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
     assert len(masks) == 6 * 4
 
 
-def test_online_filter_applies_to_the_augmented_run_only(tmp_path):
+def test_online_filter_applies_to_the_arms_that_filter_online_only(tmp_path):
     from sws.training.trl import online_filter_band
 
     cfg = SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)})
     job = make_job(tmp_path, tmp_path)
-    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented"}), cfg) == (0.125, 0.875)
+    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented", "online_filter": True}), cfg) == (
+        0.125, 0.875)
     assert online_filter_band(TrainJob(**{**job.__dict__, "name": "initial"}), cfg) is None

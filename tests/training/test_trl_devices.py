@@ -158,4 +158,4 @@ def test_dry_run_on_several_gpus_writes_the_accelerate_launch_and_the_job_it_run
 
 def test_runs_on_several_gpus_never_train_side_by_side():
     cfg = PipelineConfig(train={"side_by_side": True, "trl": {"num_processes": 2}})
-    assert not side_by_side(cfg) and side_by_side(cfg.model_copy(update={"train": TrainConfig(side_by_side=True)}))
+    assert not side_by_side(cfg, 2) and side_by_side(cfg.model_copy(update={"train": TrainConfig(side_by_side=True)}), 2)

@@ -150,7 +150,7 @@ def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run)
                                                ((0.25, 0.75), True), ((0.0, 0.875), True)])
 def test_verl_serves_only_bands_its_group_filter_keeps_the_same_groups_of(tmp_path, band, refused):
     cfg = load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train.model_copy(update={"online_filter": band})
-    augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented"})
+    augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented", "online_filter": True})
     if refused:
         with pytest.raises(UserError, match=r"'train.online_filter' .* \[0.125, 0.875\]; use that band"):
             verl_overrides(augmented, cfg, VerlLayout(tmp_path))

@@ -227,7 +227,7 @@ def identify(context: StageContext) -> StageOutput:
 STAGE = Stage(
     STEP, "Find the problems the policy keeps failing and each category's synthesis budget share.", identify,
     # prior_weak: only in a later round of `sws run --rounds N`, the round before's weak problems.
-    reads=("problems", "rollouts", "prior_weak"), optional_reads=("prior_weak",), writes=("weakness", "categories"),
+    reads=("problems", "rollouts"), optional_reads=("prior_weak",), writes=("weakness", "categories"),
     settings=settings, output_files=plots, section="identify",
     options=(
         Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),

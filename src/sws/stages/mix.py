@@ -110,10 +110,10 @@ def build(context: StageContext, step: str, table: str, kinds: list[str]) -> Sta
 
 STAGE = Stage(
     STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and the "
-    "selected ones (mix.sources).", mix_augmented, reads=("problems",), more_reads=chosen_sources,
+    "selected ones (mix.sources).", mix_augmented, reads=("problems",),
     # A source whose stage has not run is left out; with none written, the first is missing.
-    optional_reads=tuple(table for table, _ in ADDITIONS.values()), writes=("augmented",), rejects=("augmented",),
-    settings=settings, section="mix", funnel=True, example="sws mix --run runs/demo")
+    more_optional_reads=chosen_sources, writes=("augmented",), rejects=("augmented",), settings=settings,
+    section="mix", funnel=True, example="sws mix --run runs/demo")
 SELECTED = Stage(
     SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
     "selected ones (select.arm).", mix_selected, reads=("problems", "selected"), writes=("selected_mix",),

@@ -53,6 +53,8 @@ class TrainJob:
     config_file: Path
     # Shown in verl's experiment name; the run directory's name.
     run_name: str = "run"
+    # Keep only the rollout groups in train.online_filter (`sws.arms.Arm.online_filter`).
+    online_filter: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,5 +136,5 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
 
 
 def online_filter_band(job: TrainJob, cfg: TrainConfig) -> tuple[float, float] | None:
-    """train.online_filter, for the augmented run only (the authors' dynamic sampling in their augmented stage)."""
-    return cfg.online_filter if job.name == "augmented" else None
+    """train.online_filter, for the arms that filter online (the authors' dynamic sampling in their augmented stage)."""
+    return cfg.online_filter if job.online_filter else None

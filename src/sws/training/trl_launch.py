@@ -36,7 +36,8 @@ def write_launch(job: TrainJob, cfg: TrainConfig) -> list[str]:
     write_json(spec, {
         "name": job.name, "init_model": str(job.init_model), "out_dir": str(job.out_dir.absolute()),
         "steps": job.steps, "world": job.world, "seed": job.seed, "identity": job.identity,
-        "config_file": str(job.config_file), "run_name": job.run_name, "train": cfg.model_dump(mode="json"),
+        "config_file": str(job.config_file), "run_name": job.run_name, "online_filter": job.online_filter,
+        "train": cfg.model_dump(mode="json"),
     })
     command = launch_command(cfg.trl.num_processes, spec)
     write_launch_script(job.out_dir, (
@@ -58,6 +59,6 @@ def read_job(spec: Path) -> tuple[TrainJob, TrainConfig]:
         name=data["name"], problems=pl.read_parquet(Path(spec).with_name("problems.parquet")),
         init_model=Path(data["init_model"]), out_dir=Path(data["out_dir"]), steps=data["steps"],
         world=data["world"], seed=data["seed"], identity=data["identity"], config_file=Path(data["config_file"]),
-        run_name=data["run_name"],
+        run_name=data["run_name"], online_filter=data["online_filter"],
     )
     return job, TrainConfig.model_validate(data["train"])
