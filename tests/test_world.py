@@ -19,6 +19,7 @@ from sws.errors import UserError
 from sws.stages import filter as filter_stage
 from sws.stages import identify, prepare, synthesize
 from sws.world import World, get_world, register_world, world_names
+from sws.worlds.math.verifier import MathVerifier
 
 WORDS = ("banana", "orchard", "pistachio", "kumquat", "tangerine", "avocado", "rhubarb", "quince", "apricot",
          "blueberry", "cranberry", "mulberry", "persimmon", "papaya", "guava", "lychee", "coconut", "grape")
@@ -75,6 +76,7 @@ class LettersWorld(World):
     default_roles["judges"] = [{"engine": "lettercount", "model": "rules"}]
     engines = {"lettercount": LettersEngine}
     categories = ("vowels", "consonants")
+    verifier = MathVerifier()  # integer answers in \\boxed{}
 
     def policy_prompt(self, problem: str) -> dict[str, Any]:
         return {"messages": ({"role": "user", "content": problem},)}

@@ -4,7 +4,7 @@ Reads `labeled.parquet`; writes `audited.parquet` and `audited.rejected.parquet`
 instead of `labeled`. Agreement among the labeler's samples is not correctness: a labeler that copies a wrong
 solution, or shares one mistake across its samples, passes the consistency rule. The auditor (roles.auditor,
 best a different model) solves each labeled problem audit.samples times from the same prompt as the labeler,
-never seeing the label; math-verify compares each of its final answers with the label. A problem is
+never seeing the label; the world's verifier compares each of its final answers with the label. A problem is
 quarantined as `audit_disagrees` when more than audit.max_disagreement of the auditor's answers (those it
 finished and stated) differ from the label; the sidecar keeps both the label (`answer`) and the auditor's
 majority answer (`audit_answer`). A problem the auditor answers not at all is kept: the audit has no evidence.
@@ -45,6 +45,7 @@ from sws.parsing import split_solution
 from sws.prompts import load_template
 from sws.stage import Stage
 from sws.stages.label import sample_answer
+from sws.world import get_world
 
 STEP = "audit"
 REASON = "audit_disagrees"
@@ -66,7 +67,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     """Audit `labeled` (of adaptive round `adapt_round`) into `audited`."""
     run_dir = Path(run_dir)
     require_roles(cfg, ["auditor"], "the pipeline config (audit.enabled is true)")
-    template = load_template("label", cfg.synthesize.prompt_dir)
+    template = load_template("label", cfg.synthesize.prompt_dir, cfg.world)
     config = {"seed": cfg.seed, "auditor": cfg.roles.auditor.model_dump(mode="json"), "prompt": template.digest,
               "audit": cfg.audit.model_dump(mode="json", exclude={"enabled", "policy_disagrees"})}
     source, target = round_name("labeled", adapt_round), round_name("audited", adapt_round)
@@ -84,7 +85,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
         executor = executor_for(cfg, run_dir)
         completions = executor.complete("auditor", cfg.roles.auditor, requests, cfg.synthesize.shard_size,
                                         "audit answers")
-        answers = [[sample_answer(completion) for completion in samples] for samples in completions]
+        verifier = get_world(cfg.world).verifier
+        answers = [[sample_answer(completion, verifier) for completion in samples] for samples in completions]
         verdicts = executor.map_graded(audit_verdicts, [[row["answer"], sampled]
                                                         for row, sampled in zip(asked, answers, strict=True)])
         audits = {row["syn_id"]: (sampled, verdict) for row, sampled, verdict in zip(asked, answers, verdicts,

@@ -1,7 +1,7 @@
 """`sws filter`'s first step, `score`: the policy's accuracy on each labeled problem (DESIGN §1.4).
 
 The policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts` answers per
-labeled problem at the training temperature, graded against the label by the world's answer check, into
+labeled problem at the training temperature, graded against the label by the world's verifier, into
 `scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time is
 ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none was).
 With audit.policy_disagrees, `policy_answer` is the one answer all of a problem's samples state (at least two,
@@ -22,7 +22,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion
 from sws.engines.fanout import fan_out
 from sws.executors import executor_for
-from sws.grading import GradingPool, Verdict, graded_count, group_answers
+from sws.grading import GradingPool, Verdict, grade_answer_pairs, graded_count, group_answers
 from sws.policy import Sampling, grade_samples, policy_requests, policy_role, sample_and_grade, sample_policy
 from sws.stage import Stage
 from sws.stages import audit
@@ -62,8 +62,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
             completions, verdicts = sampled_in_waves(cfg, run_dir, policy, problems)
         counts = pl.DataFrame([graded_count(problem_verdicts) for problem_verdicts in verdicts],
                               schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+        verifier = get_world(cfg.world).verifier
         unanimous = (executor_for(cfg, run_dir).map_graded(unanimous_answers, [
-            [sample_answer(completion) for completion in samples] for samples in completions])
+            [sample_answer(completion, verifier) for completion in samples] for samples in completions])
             if cfg.audit.policy_disagrees else [None] * labeled.height)
         scored = pl.concat([labeled, counts], how="horizontal").with_columns(
             pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
@@ -103,7 +104,6 @@ def sampled_in_waves(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, p
     requests = policy_requests(cfg, policy, [(key, problem) for key, problem, _ in problems], filter_sampling(cfg))
     singles = [fan_out(request) for request in requests]
     executor = executor_for(cfg, run_dir)
-    answer_check = get_world(cfg.world).answer_check
     drawn: list[list[Completion]] = [[] for _ in problems]
     verdicts: list[list[Verdict]] = [[] for _ in problems]
     zero_matters = cfg.synthesize.adapt_rounds > 0 or cfg.audit.policy_disagrees
@@ -114,7 +114,7 @@ def sampled_in_waves(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, p
                  for single in singles[index][len(drawn[index]):len(drawn[index]) + wave]]
         answered = executor.complete("policy", policy, [single for _, single in asked], cfg.filter.shard_size,
                                      f"filter: policy answers (wave of {wave})")
-        graded = executor.map_graded(answer_check, [(problems[index][2], completion.text)
+        graded = executor.map_graded(grade_answer_pairs, [(problems[index][2], completion.text)
                                                     for (index, _), [completion] in zip(asked, answered, strict=True)])
         for (index, _), [completion], verdict in zip(asked, answered, graded, strict=True):
             drawn[index].append(completion)

@@ -5,11 +5,11 @@ import pytest
 from sws.config import EngineConfig
 from sws.engines import Request, make_engine
 from sws.errors import UserError
-from sws.grading import extract_answer
 from sws.parsing import parse_concepts, parse_judgement, parse_problem
 from sws.worlds.arith import CATEGORIES, DEFECT_KINDS, LEVELS, generate_problems, solve
 from sws.worlds.arith.defects import inject_defect
 from sws.worlds.arith.oracle import OracleEngine
+from sws.worlds.math.verifier import extract_answer
 
 DRAWS = 2000
 TOLERANCE = 0.04  # about four standard deviations of a rate near 0.3 over 2000 draws
