@@ -40,6 +40,7 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stage import Stage
 from sws.training import TrainJob, progress_path, train, trainer_module
+from sws.training.rewards import get_reward
 from sws.world import get_world
 
 CONTINUATIONS = ("augmented", "baseline")
@@ -77,6 +78,7 @@ class TrainingStage:
             name=self.kind,
             problems=self.problems.select("problem_id", "problem", "answer", "category", "source"),
             init_model=self.init_model if self.init_model is not None else get_world(cfg.world).built_policy(cfg).build(),
+            reward=get_reward(cfg.train.reward, self.config_file),
             out_dir=self.out_dir,
             steps=self.config["steps"],
             world=cfg.world,
