@@ -364,7 +364,7 @@ def categorizer_identity(cfg: PipelineConfig) -> dict:
     if not cfg.prepare.categorize:
         return {}
     return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
-            "categories": category_list(cfg), "categorize_prompt": load_template("categorize").digest}
+            "categories": category_list(cfg), "categorize_prompt": load_template("categorize", world=cfg.world).digest}
 
 
 DECLARED = (Stage(

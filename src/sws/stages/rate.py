@@ -75,7 +75,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: in
     """Rate `synthetic` (of adaptive round `adapt_round`, see `sws.stages.adapt`) into `rated`."""
     run_dir = Path(run_dir)
     synth = cfg.synthesize
-    template = load_template("rate", synth.prompt_dir)
+    template = load_template("rate", synth.prompt_dir, cfg.world)
     return run_stage(
         run_dir, round_name(STEP, adapt_round),
         config={

@@ -216,7 +216,7 @@ def rate_with_reference(cfg: PipelineConfig, round_dir: Path, force: bool = Fals
         return None
     round_dir = Path(round_dir)
     synth = cfg.synthesize
-    template = load_template("rate", synth.prompt_dir)
+    template = load_template("rate", synth.prompt_dir, cfg.world)
 
     def body() -> StageResult:
         synthetic = read_table(round_dir, "synthetic")
