@@ -144,3 +144,15 @@ def test_a_repeated_key_in_a_pipeline_file_is_refused(tmp_path):
     path.write_text("seed: 1\nidentify: {max_acc: 0.5}\nseed: 2\n")
     with pytest.raises(UserError, match=r"p\.yaml: not valid YAML \(key 'seed' is given twice"):
         load_config(path)
+
+
+def test_teacher_roles_left_out_come_from_the_world_and_a_role_names_its_engine_and_model(tmp_path):
+    from word_world import RULES
+
+    assert PipelineConfig().roles.labeler.model_dump(include={"engine", "model"}) == {
+        "engine": "oracle", "model": "arith-oracle"}
+    assert PipelineConfig(world="wordsums").roles.labeler.model_dump(include={"engine", "model"}) == RULES
+    assert PipelineConfig(world="math").roles.labeler is None
+    path = write_yaml(tmp_path / "p.yaml", {"roles": {"auditor": {"model": "checker"}}})
+    with pytest.raises(UserError, match=r"field 'roles\.auditor\.engine': Field required"):
+        load_config(path)

@@ -38,8 +38,8 @@ class Section(BaseModel):
 class EngineConfig(Section):
     """One role's model: which engine runs it, which model, engine options and default sampling."""
 
-    engine: str = "oracle"
-    model: str = "arith-oracle"
+    engine: str
+    model: str
     options: dict[str, Any] = Field(default_factory=dict)
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -268,6 +268,8 @@ class TrainConfig(Section):
     trainer: Literal["trl", "verl"] = "trl"
     # Outside the arith world: the model `sws train initial` starts from (HF id or folder).
     init_model: str = ""
+    # The reward, by its registered name (`sws.training.rewards`); `correct`: 1 for a right final answer, else 0.
+    reward: str = "correct"
     initial_steps: int = Field(200, ge=1)
     augmented_steps: int = Field(200, ge=1)
     # None: as many as augmented_steps, the comparison the paper makes.
@@ -552,7 +554,8 @@ def error_text(error: Any, prefix: tuple[str, ...] = ()) -> str:
 
 
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:
-    error = exc.errors()[0]
+    # A misspelt key also leaves the field it meant missing; naming the misspelling says what to fix.
+    error = next((error for error in exc.errors() if error["type"] == "extra_forbidden"), exc.errors()[0])
     if error["type"] == "value_error" and not error["loc"]:  # a whole-config rule, which words its own message
         return UserError(f"{source}: {error['ctx']['error']}")
     return UserError(f"{source}: {error_text(error)}")

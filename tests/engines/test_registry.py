@@ -76,7 +76,7 @@ def test_the_auditor_is_a_role_once_it_is_set() -> None:
     cfg = PipelineConfig()
     with pytest.raises(UserError, match="field 'roles.auditor' is not set"):
         role_config(cfg, "auditor")
-    cfg.roles.auditor = EngineConfig(model="checker")
+    cfg.roles.auditor = EngineConfig(engine="oracle", model="checker")
     assert role_config(cfg, "auditor").model == "checker"
 
 

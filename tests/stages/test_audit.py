@@ -84,7 +84,7 @@ def test_the_audit_runs_only_with_an_auditor(tmp_path: Path) -> None:
     config = PipelineConfig()
     assert not audit.is_on(config) and audit.filter_source(config) == "labeled"
     assert "audit" not in synthesize.steps_on(config)
-    config.roles.auditor = EngineConfig()
+    config.roles.auditor = EngineConfig(engine="oracle", model="arith-oracle")
     assert audit.is_on(config) and audit.filter_source(config, 2) == "adapt/round-2/audited"
     config.audit.enabled = False
     assert not audit.is_on(config)
