@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from word_world import RULES
 
 from sws.config import (
     PipelineConfig,
@@ -147,8 +148,6 @@ def test_a_repeated_key_in_a_pipeline_file_is_refused(tmp_path):
 
 
 def test_teacher_roles_left_out_come_from_the_world_and_a_role_names_its_engine_and_model(tmp_path):
-    from word_world import RULES
-
     assert PipelineConfig().roles.labeler.model_dump(include={"engine", "model"}) == {
         "engine": "oracle", "model": "arith-oracle"}
     assert PipelineConfig(world="wordsums").roles.labeler.model_dump(include={"engine", "model"}) == RULES

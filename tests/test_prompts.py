@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from word_world import WORLD
 
 from sws.errors import UserError
 from sws.prompts import TEMPLATE_NAMES, load_template, parse_template
@@ -92,8 +93,6 @@ def test_generation_and_judge_prompts_ask_for_the_same_properties() -> None:
 
 
 def test_a_world_replaces_the_templates_it_has_and_keeps_the_shipped_others() -> None:
-    from word_world import WORLD
-
     label = load_template("label", world="wordsums")
     assert label.source == str(WORLD.prompt_dir / "label.md")
     assert "Result: <the number, in words>" in label.render({"problem": "What is one plus one?"})

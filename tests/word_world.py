@@ -104,14 +104,15 @@ def seed_rows(per_category: int, seed: int = 0) -> list[dict[str, str]]:
             for category in OPERATIONS for index, problem in enumerate(problems(category, per_category, seed))]
 
 
-def stated(answer: str, index: int) -> str:
+def stated(answer: str, sample: int) -> str:
     """An answer as a model writes it: every other sample in title case without hyphens ("Twenty Four")."""
-    return answer.replace("-", " ").title() if index % 2 else answer
+    return answer.replace("-", " ").title() if sample % 2 else answer
 
 
 class WordEngine(Engine):
-    """Plays every role from the world's rules, ending its answers with `Result: <words>`. As model `student` (the
-    policy) every other sample of a request is off by one."""
+    """Plays every role from the world's rules, ending its answers with `Result: <words>`. Sample k of a request
+    with seed s is the (s + k)-th sample: the same whether asked as one request for n or as n one-sample requests
+    with seeds s, s + 1, ... As model `student` (the policy) about every other sample is off by one."""
 
     name = NAME
     honours_n = True
@@ -135,9 +136,10 @@ class WordEngine(Engine):
         answer = true_answer(fields["problem"])
         if answer is None:
             return "That is no sum of number words."
-        if self.model == "student" and (draw(request.seed) + index) % 2:
+        sample = (request.seed or 0) + index
+        if self.model == "student" and draw(fields["problem"], sample) % 2:
             answer = NUMBER_WORDS[(NUMBER_WORDS.index(answer) + 1) % len(NUMBER_WORDS)]
-        return f"Adding word by word.\nResult: {stated(answer, index)}"
+        return f"Adding word by word.\nResult: {stated(answer, sample)}"
 
 
 class WordSumsWorld(World):
