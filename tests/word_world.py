@@ -112,7 +112,8 @@ def stated(answer: str, sample: int) -> str:
 class WordEngine(Engine):
     """Plays every role from the world's rules, ending its answers with `Result: <words>`. Sample k of a request
     with seed s is the (s + k)-th sample: the same whether asked as one request for n or as n one-sample requests
-    with seeds s, s + 1, ... As model `student` (the policy) about every other sample is off by one."""
+    with seeds s, s + 1, ... As model `student` (the policy) about every other sample is off by one; as model
+    `shouting` (an auditor, say) it writes its answers in capitals."""
 
     name = NAME
     honours_n = True
@@ -139,7 +140,7 @@ class WordEngine(Engine):
         sample = (request.seed or 0) + index
         if self.model == "student" and draw(fields["problem"], sample) % 2:
             answer = NUMBER_WORDS[(NUMBER_WORDS.index(answer) + 1) % len(NUMBER_WORDS)]
-        return f"Adding word by word.\nResult: {stated(answer, sample)}"
+        return f"Adding word by word.\nResult: {answer.upper() if self.model == 'shouting' else stated(answer, sample)}"
 
 
 class WordSumsWorld(World):

@@ -37,7 +37,6 @@ _READY = "ready"
 Verdict = bool | None
 
 
-
 def _worker_main(connection: Connection, verifier: Verifier, deadline_s: float) -> None:
     # The parent owns interruption: Ctrl-C kills workers through the pool, not with a traceback from each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
