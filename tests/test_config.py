@@ -155,3 +155,12 @@ def test_teacher_roles_left_out_come_from_the_world_and_a_role_names_its_engine_
     path = write_yaml(tmp_path / "p.yaml", {"roles": {"auditor": {"model": "checker"}}})
     with pytest.raises(UserError, match=r"field 'roles\.auditor\.engine': Field required"):
         load_config(path)
+
+
+def test_the_default_reward_stays_out_of_a_saved_config_so_older_runs_keep_their_hashes(tmp_path):
+    save_run_config(tmp_path, PipelineConfig())
+    assert "reward" not in yaml.safe_load((tmp_path / "config.yaml").read_text())["train"]
+    assert load_run_config(tmp_path).train.reward == "correct"
+    chosen = PipelineConfig.model_validate({"train": {"reward": "brevity"}})
+    save_run_config(tmp_path, chosen)
+    assert load_run_config(tmp_path).train.reward == "brevity"

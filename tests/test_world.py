@@ -143,6 +143,17 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
     assert filtered["accuracy"].is_between(0.25, 0.75).all()
 
 
-def test_no_file_under_src_names_the_third_world() -> None:
+@pytest.mark.parametrize("name", ["lettercount", "wordsums"])
+def test_no_file_under_src_names_a_test_world(name: str) -> None:
     source = Path(__file__).resolve().parents[1] / "src"
-    assert not [path for path in source.rglob("*.py") if "lettercount" in path.read_text().lower()]
+    assert not [path for path in source.rglob("*") if path.is_file() and name in path.read_bytes().decode(
+        errors="ignore").lower()]
+
+
+def test_a_world_without_a_verifier_is_refused_when_registered() -> None:
+    class Unverified(World):
+        name = "unverified"
+
+    with pytest.raises(TypeError, match="world 'unverified' sets no verifier"):
+        register_world(Unverified())
+    assert "unverified" not in world_names()

@@ -262,6 +262,9 @@ class TrlConfig(Section):
     device_memory_gb: float | None = Field(None, gt=0)
 
 
+DEFAULT_REWARD = "correct"
+
+
 class TrainConfig(Section):
     """`sws train`: GRPO settings (TRL or verl); `extra` passes further `trl.GRPOConfig` fields through unchanged."""
 
@@ -269,7 +272,7 @@ class TrainConfig(Section):
     # Outside the arith world: the model `sws train initial` starts from (HF id or folder).
     init_model: str = ""
     # The reward, by its registered name (`sws.training.rewards`); `correct`: 1 for a right final answer, else 0.
-    reward: str = "correct"
+    reward: str = DEFAULT_REWARD
     initial_steps: int = Field(200, ge=1)
     augmented_steps: int = Field(200, ge=1)
     # None: as many as augmented_steps, the comparison the paper makes.
@@ -303,6 +306,15 @@ class TrainConfig(Section):
         if band is not None and not 0.0 <= band[0] <= band[1] <= 1.0:
             raise ValueError(f"need 0 <= low <= high <= 1, got {list(band)}; give two accuracies like [0.125, 0.875]")
         return band
+
+    @model_serializer(mode="wrap")
+    def _reward_only_when_chosen(self, handler: Any) -> dict[str, Any]:
+        """`reward` is left out while it is the default, so the configs of runs from before rewards could be
+        chosen, and the hashes of the stages that read them (training, the report), stay what they were."""
+        data = handler(self)
+        if data.get("reward") == DEFAULT_REWARD:
+            del data["reward"]
+        return data
 
 
 class BenchmarkConfig(Section):
