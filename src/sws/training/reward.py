@@ -24,7 +24,8 @@ def completion_text(completion: str | list[dict[str, str]]) -> str:
 
 
 class CorrectnessReward:
-    """A TRL reward function that also logs one rollout row per problem of the generation batch.
+    """A TRL reward function: the world verifier's verdict on every completion, one rollout row per problem of
+    the generation batch from those verdicts, and the numbers of `reward` (the registered `train.reward`).
 
     TRL calls it with the batch's dataset columns (`problem_id`, `problem`, `answer`) and the trainer state, once
     per generation batch (all of a step's completions). With several processes each holds a slice, and a
