@@ -81,7 +81,7 @@ def label_problems(cfg: PipelineConfig, executor: Executor, ids: list[str], prob
     require_roles(cfg, ["categorizer"], "the pipeline config")
     role = cfg.roles.categorizer
     categories = category_list(cfg)
-    template = load_template("categorize")
+    template = load_template("categorize", world=cfg.world)
     listing = "\n".join(f"- {category}" for category in categories)
     labels: list[Label | None] = [None] * len(problems)
     answered: list[Completion] = []

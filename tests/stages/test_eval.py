@@ -4,7 +4,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _synthesis_run import ScriptedEngine, use_engines, write_evaluable_run
+from _synthesis_run import ScriptedEngine, fake_checkpoint, use_engines, write_evaluable_run
+from word_world import seed_rows, true_answer
 
 from sws import runner
 from sws.artifacts import read_manifest, read_table, write_table
@@ -281,3 +282,40 @@ def test_standard_errors_are_over_problems_and_paired_for_the_difference() -> No
     assert errors[eval_stage.DIFFERENCE]["pass1"] == pytest.approx(statistics.stdev([0, 1, 0, 0]) / 2)
     assert errors[eval_stage.DIFFERENCE]["avg_k"] == pytest.approx(statistics.stdev([0, 0.25, 0.25, 0.25]) / 2)
     assert "weak_like" not in eval_stage.standard_errors(per_problem, ["baseline"])["standard_errors"]
+
+
+def write_word_run(run_dir: Path) -> pl.DataFrame:
+    """Six seed problems of the word world, the subtraction ones weak, and an initial checkpoint."""
+    rows = seed_rows(3)
+    problems = pl.DataFrame({"problem_id": [row["id"] for row in rows], "problem": [row["problem"] for row in rows],
+                             "answer": [row["answer"] for row in rows], "category": [row["category"] for row in rows],
+                             "source": ["seed"] * len(rows)})
+    write_table(run_dir, "problems", problems)
+    weak = [category == "subtraction" for category in problems["category"]]
+    write_table(run_dir, "weakness", pl.DataFrame({
+        "problem_id": problems["problem_id"], "category": problems["category"], "accs": [[0.0]] * len(rows),
+        "n_record": [1] * len(rows), "max_acc": [0.0] * len(rows), "slope": [0.0] * len(rows), "weak": weak}))
+    fake_checkpoint(run_dir, "initial")
+    return problems
+
+
+def test_a_worlds_verifier_grades_every_eval_set_and_its_held_out_set_is_drawn(tmp_path: Path,
+                                                                             verifier_calls) -> None:
+    problems = write_word_run(tmp_path)
+    # The world's rules as the policy: always right, every other sample written as "Twenty Four".
+    cfg = PipelineConfig.model_validate({
+        "world": "wordsums", "roles": {"policy": {"engine": "wordsums", "model": ""}},
+        "eval": {"k": 2, "weak_k": 2, "benchmarks": ["wordsums"], "checkpoints": ["initial"]}})
+
+    eval_stage.run(cfg, tmp_path)
+
+    benchmarks = read_table(tmp_path, "eval/benchmarks")
+    assert set(benchmarks["eval_set"]) == {"wordsums", "seed"}
+    assert benchmarks["pass1"].to_list() == [1.0] * benchmarks.height  # math-verify: half the samples wrong
+    assert benchmarks["avg_k"].to_list() == [1.0] * benchmarks.height
+    summary = json.loads(RunDir(tmp_path).summary.read_text())
+    assert summary["weak_solved_initial"]["overall"] == 1.0 and summary["n_weak"] == 3
+    heldout = read_table(tmp_path, "eval/problems").filter(pl.col("eval_set") == "wordsums")
+    assert heldout.height == 8 and not set(heldout["problem"]) & set(problems["problem"])
+    references = {call[1] for call in verifier_calls() if call[0] == "equivalent"}
+    assert set(problems["answer"]) | {true_answer(problem) for problem in heldout["problem"]} <= references

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from word_world import seed_rows
 
 from sws import runner
 from sws.arms import arm
@@ -16,6 +17,7 @@ from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import train as stage
+from sws.training.rewards import RewardBatch, register_reward
 from sws.worlds.arith import build_policy, generate_problems
 
 SWS = str(Path(sys.executable).parent / "sws")
@@ -168,3 +170,32 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
 
     assert result.returncode == 2
     assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, baseline, augmented, selected"
+
+
+@register_reward("a_quarter")
+def a_quarter(batch: RewardBatch) -> list[float]:
+    """A tiny reward for the tests: a quarter for every completion, whatever it says."""
+    return [0.25] * len(batch.completions)
+
+
+def test_a_run_trains_with_the_registered_reward_and_logs_the_worlds_verdicts(tmp_path, tiny_policy, verifier_calls):
+    write_table(tmp_path, "problems", pl.DataFrame(seed_rows(4)).rename({"id": "problem_id"}).with_columns(
+        source=pl.lit("seed")))
+    cfg = PipelineConfig.model_validate({"world": "wordsums", "train": {
+        "init_model": str(tiny_policy), "reward": "a_quarter", "initial_steps": 2, "batch_size": 2,
+        "num_generations": 2, "max_completion_length": 8}})
+
+    runner.run(stage.STAGES["initial"], cfg, tmp_path)
+
+    assert read_table(tmp_path, "train/initial/curve")["reward"].to_list() == [0.25, 0.25]
+    rollouts = read_table(tmp_path, "rollouts")
+    assert rollouts["n"].to_list() == [2] * 4 and rollouts["n_correct"].sum() == 0  # an untrained policy
+    assert sum(call[0] == "extract" for call in verifier_calls()) == 2 * 2 * 2
+
+
+def test_a_reward_nobody_registered_is_one_line_naming_the_field(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+    with pytest.raises(UserError, match="field 'train.reward' is 'nowhere', which no reward is registered as; "
+                                        "use one of: .*a_quarter.*correct"):
+        runner.run(stage.STAGES["initial"], quick_config(tiny_policy, reward="nowhere"), tmp_path)
+    assert not (tmp_path / "train").exists()

@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.training import TrainJob, train
+from sws.training.rewards import correct
 from sws.training.rollout_log import RolloutLog
 from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
 from sws.training.trl_launch import job_file, log_history_file, write_launch
@@ -31,7 +32,7 @@ def make_job(out_dir, init_model, steps=4, identity="job-a", n_problems=12):
             "problem": [problem.problem for problem in problems],
             "answer": [problem.answer for problem in problems],
         }),
-        init_model=init_model, out_dir=out_dir, steps=steps, world="arith", seed=0, identity=identity,
+        init_model=init_model, reward=correct, out_dir=out_dir, steps=steps, world="arith", seed=0, identity=identity,
         config_file=out_dir / "config.yaml",
     )
 
@@ -177,7 +178,7 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
 
     # Each problem's answer says how its group of 4 is graded: all right, half right, or none (the tiny policy
     # solves nothing, so the grading is scripted; real grading is tested in test_reward.py).
-    def scripted(answers, completions):
+    def scripted(answers, completions, pool):
         return [answer == "all" or (answer == "half" and index % 2 == 0) for index, answer in enumerate(answers)]
 
     masks = []

@@ -51,7 +51,7 @@ def weak_problems(run_dir: Path) -> pl.DataFrame:
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
     run_dir = Path(run_dir)
-    template = load_template("extract", cfg.synthesize.prompt_dir)
+    template = load_template("extract", cfg.synthesize.prompt_dir, cfg.world)
     return run_stage(
         run_dir, STEP,
         config={

@@ -141,7 +141,7 @@ def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dic
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
     run_dir = Path(run_dir)
     synth = cfg.synthesize
-    template = load_template("generate", synth.prompt_dir)
+    template = load_template("generate", synth.prompt_dir, cfg.world)
     benchmarks = benchmark_problems(cfg)
     config = {
         "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,

@@ -357,7 +357,7 @@ def categorizer_identity(cfg: PipelineConfig) -> dict:
         return {}
     require_roles(cfg, ["categorizer"], "the pipeline config")
     return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
-            "categories": category_list(cfg), "categorize_prompt": load_template("categorize").digest}
+            "categories": category_list(cfg), "categorize_prompt": load_template("categorize", world=cfg.world).digest}
 
 
 STAGE = Stage(

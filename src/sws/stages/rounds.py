@@ -207,14 +207,14 @@ def reference_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
     judge, synth = cfg.rounds.reference_judge, cfg.synthesize
     return {"seed": cfg.seed, "judge": judge.model_dump(mode="json") if judge is not None else None,
             "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
-            "prompt": load_template("rate", synth.prompt_dir).digest}
+            "prompt": load_template("rate", synth.prompt_dir, cfg.world).digest}
 
 
 def rate_with_reference(context: StageContext) -> StageOutput:
     """`rounds.reference_judge` rates the round's generated problems as `rate` asks its judges
     (`reference_rated.parquet`); its verdicts decide nothing, they measure the round's judges."""
     cfg = context.cfg
-    template = load_template("rate", cfg.synthesize.prompt_dir)
+    template = load_template("rate", cfg.synthesize.prompt_dir, cfg.world)
     synthetic = context.table("synthetic")
     ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
     prompts = [template.render({"problem": problem}) for problem in problems]

@@ -27,6 +27,7 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.training.rewards import get_reward
 from sws.training import TrainJob, progress_path, train, trainer_module
 from sws.world import get_world
 
@@ -88,6 +89,7 @@ def training_job(trained: Arm, context: StageContext) -> TrainJob:
         name=trained.name,
         problems=problems.select("problem_id", "problem", "answer", "category", "source"),
         init_model=start if start is not None else context.world.built_policy(cfg).build(),
+        reward=get_reward(cfg.train.reward, run.config),
         out_dir=run.train(trained.name),
         steps=trained.steps(cfg),
         world=cfg.world,

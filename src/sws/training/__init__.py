@@ -30,13 +30,15 @@ if TYPE_CHECKING:
     import polars as pl
 
     from sws.config import TrainConfig
+    from sws.training.rewards import Reward
 
 TRAINERS: dict[str, str] = {"trl": "sws.training.trl", "verl": "sws.training.verl"}
 
 
 @dataclass(frozen=True)
 class TrainJob:
-    """One GRPO run: `problems` (problem_id, problem, answer) from `init_model` for `steps` optimizer steps.
+    """One GRPO run: `problems` (problem_id, problem, answer) from `init_model` for `steps` optimizer steps,
+    rewarded by `reward` (`sws.training.rewards`; the completions graded by world `world`'s verifier).
 
     `identity` is a hash of everything that decides the run's result; checkpoints left by a job with another
     identity are discarded instead of resumed. `config_file` is the pipeline file named in error messages.
@@ -45,6 +47,7 @@ class TrainJob:
     name: str
     problems: pl.DataFrame
     init_model: Path
+    reward: Reward
     out_dir: Path
     steps: int
     world: str
@@ -118,6 +121,19 @@ def staging_dir(destination: Path) -> Path:
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     return staging
+
+
+def reward_name(job: TrainJob, cfg: TrainConfig, reader: str) -> str:
+    """The name `reader` (another process) imports `job.reward` by; UserError when it has none."""
+    from sws.errors import UserError
+    from sws.references import name_of
+
+    try:
+        return name_of(job.reward)
+    except ValueError:
+        raise UserError(f"{job.config_file}: field 'train.reward': reward '{cfg.reward}' is no module-level function, "
+                        f"so {reader} cannot import it by name; register a function defined at the top of a module"
+                        ) from None
 
 
 def trainer_module(cfg: TrainConfig) -> ModuleType:

@@ -17,6 +17,7 @@ from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
 from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
 from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
+from sws.worlds.math.verifier import MathVerifier
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
 # Held-out problems come from seed streams the seed set never uses.
@@ -34,6 +35,8 @@ class ArithWorld(World):
     default_roles = {"extractor": ORACLE, "generator": ORACLE, "judges": [ORACLE], "labeler": ORACLE,
                      "categorizer": ORACLE}
     engines = {"oracle": "sws.worlds.arith.oracle:OracleEngine"}
+    # Arith answers are integers, which the math verifier compares exactly.
+    verifier = MathVerifier()
     categories = tuple(CATEGORIES)
     teacher_note = (
         "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
