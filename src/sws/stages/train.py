@@ -27,8 +27,8 @@ from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
-from sws.training.rewards import get_reward
 from sws.training import TrainJob, progress_path, train, trainer_module
+from sws.training.rewards import get_reward
 from sws.world import get_world
 
 
