@@ -307,7 +307,7 @@ def test_a_worlds_verifier_grades_every_eval_set_and_its_held_out_set_is_drawn(t
         "world": "wordsums", "roles": {"policy": {"engine": "wordsums", "model": ""}},
         "eval": {"k": 2, "weak_k": 2, "benchmarks": ["wordsums"], "checkpoints": ["initial"]}})
 
-    eval_stage.run(cfg, tmp_path)
+    runner.run(eval_stage.STAGE, cfg, tmp_path)
 
     benchmarks = read_table(tmp_path, "eval/benchmarks")
     assert set(benchmarks["eval_set"]) == {"wordsums", "seed"}

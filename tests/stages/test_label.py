@@ -245,7 +245,7 @@ def test_a_worlds_verifier_extracts_and_groups_the_labels_the_worlds_prompt_asks
     config = PipelineConfig.model_validate({"world": "wordsums", "synthesize": {"label_samples": 4,
                                                                                "min_consistency": 0.75}})
 
-    label.run(config, tmp_path)
+    runner.run(label.STAGE, config, tmp_path)
 
     labeled = read_table(tmp_path, "labeled")
     assert [canonical(answer) for answer in labeled["answer"]] == ["twenty four", "twenty one"]
