@@ -44,11 +44,17 @@ from sws.artifacts import (
     write_rejected,
     write_table,
 )
-from sws.categorize import UNCATEGORIZED, Categorizer, category_key, category_list, with_category_source
+from sws.categorize import (
+    UNCATEGORIZED,
+    Categorizer,
+    categorize_prompt,
+    category_key,
+    category_list,
+    with_category_source,
+)
 from sws.config import PipelineConfig, PrepareConfig, require_roles
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
-from sws.prompts import load_template
 from sws.rollouts import TEXT_FIELDS, normalise_text
 from sws.stage import Stage
 from sws.world import all_worlds
@@ -364,7 +370,7 @@ def categorizer_identity(cfg: PipelineConfig) -> dict:
     if not cfg.prepare.categorize:
         return {}
     return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
-            "categories": category_list(cfg), "categorize_prompt": load_template("categorize").digest}
+            "categories": category_list(cfg), "categorize_prompt": categorize_prompt(cfg).digest}
 
 
 DECLARED = (Stage(
