@@ -1,8 +1,9 @@
 import pytest
 
 from sws.artifacts import StageResult, run_stage
+from sws.engines import Completion
 from sws.errors import UserError
-from sws.funnel import FunnelRow, read_funnel
+from sws.funnel import FunnelRow, funnel_row, read_funnel
 from sws.run_dir import RunDir
 
 
@@ -16,10 +17,21 @@ def step_with_funnel(run_dir, funnel) -> None:
     run_stage(run_dir, "generate", config={}, inputs=[], outputs=[output], body=body)
 
 
-def test_the_funnel_row_a_step_kept_reads_back(tmp_path):
-    row = FunnelRow("generate", 10, 7, {"too_long": 3})
+@pytest.mark.parametrize("row", [
+    FunnelRow("generate", 10, 7, {"too_long": 3}),
+    funnel_row("categorize", 4, 3, ["uncategorized"], [Completion("a")] * 6,
+               ["no_domain", "unlisted_domain", "no_domain"]),
+])
+def test_the_funnel_row_a_step_kept_reads_back(tmp_path, row):
     step_with_funnel(tmp_path, row.as_info())
     assert read_funnel(tmp_path, ["generate", "rate"]) == [row]
+
+
+def test_replies_set_aside_are_counted_by_reason_most_frequent_first():
+    info = funnel_row("categorize", 4, 3, ["uncategorized"], [Completion("a")] * 6,
+                      ["unlisted_domain", "no_domain", "no_domain"]).as_info()
+    assert list(info["replies_rejected"].items()) == [("no_domain", 2), ("unlisted_domain", 1)]
+    assert "replies_rejected" not in funnel_row("generate", 1, 1, []).as_info()
 
 
 @pytest.mark.parametrize("funnel", ["x", {"step": "generate"}, {"step": "generate", "in": "many", "kept": 1},

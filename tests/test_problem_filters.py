@@ -37,6 +37,19 @@ def reason(problem: str | None) -> str | None:
         ("Find the mean of 3, 5 and 10. Also find their median.", "multi_part"),
         ("What is 15% of 80? What is 20% of 80?", "multi_part"),
         ("Let f(x) = 2x + 1.\na) Find f(3).\nb) Find f(f(3)).", "multi_part"),
+        # What a 1.5B generator wrote in a live run: a hint on how to solve it, a list of sub-tasks, two results.
+        ("Find the remainder when $2^{100}$ is divided by 7. To solve this, first determine the remainder when "
+         "$2^3$ is divided by 7.", "answer_leak"),
+        ("What is $3^{20}$ modulo 5? Hint: use Fermat's little theorem.", "answer_leak"),
+        ("Find the area of a triangle with sides 13, 14 and 15. You will need to use Heron's formula.",
+         "answer_leak"),
+        ("Evaluate $(1 + \\sqrt{2})^3$.\n\nSolve it by:\n1. Expanding the cube.\n2. Simplifying.", "answer_leak"),
+        ("Let $a = (1, 2, 3)$ and $b = (-4, 5, 6)$.\n1. Calculate the magnitude of $a$.\n2. Find the dot product "
+         "of $a$ and $b$.", "multi_part"),
+        ("A field has an area of 300 square meters and a width of 15 meters. Determine the length of the field and "
+         "the area used by each of two crops that share it equally.", "multi_part"),
+        ("**Question:** Find the product of two two-digit numbers whose digits are all odd. What are the possible "
+         "values of the first number?", "multi_part"),
         ("Hi.", "too_short"),
         (None, "unparsed"),
         ("Compute " + "+".join(["1"] * 300) + ".", "too_long"),
@@ -64,6 +77,12 @@ def test_defective_problems_are_rejected_with_their_reason(problem: str | None, 
         "When the square root of $x$ is cubed, the answer is 64. What is the value of $x$?",
         "Every year the number of wrens decreases by 40%. In what year will the census show that it is below 10%?",
         "Following the arrows, how many paths go from $A$ to $C$? [asy] dot(A); dot(B); dot(C); [/asy]",
+        # Near the new multi_part and answer_leak rules, from MATH: one answer each, no hint.
+        "Find the product of the greatest common divisor and the least common multiple of $100$ and $120.$",
+        "What is the sum of the original number and the number with its digits reversed?",
+        "Simplify $\\sqrt{28x}$.\n\nNote: When entering a square root with more than one character, you must use "
+        "parentheses or brackets.",
+        "On a game show a contestant guesses three prices. As a hint, the digits of the three prices are given.",
     ],
 )
 def test_well_formed_problems_pass(problem: str) -> None:

@@ -15,7 +15,8 @@ STEP_VALUES = {
                  "request": "This is variant 2 of this concept set."},
     "rate": {"problem": "Compute 47+85."},
     "label": {"problem": "Compute 47+85."},
-    "categorize": {"problem": "Compute 47+85.", "categories": "- addition\n- subtraction"},
+    "categorize": {"problem": "Compute 47+85.", "categories": "- addition\n- subtraction",
+                   "examples": "Problem:\nCompute 1+2.\n\nSummary: Adds.\nDomain: addition\n\n"},
 }
 
 

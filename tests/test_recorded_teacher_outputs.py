@@ -2,32 +2,51 @@
 
 Every output is labeled by hand below. The test prints each rule's precision and recall (`pytest -s`) and holds
 the rules to what they reach: every cut-off output rejected as `truncated` (a generation only when it was cut
-off inside its problem: one cut off in the solution after its problem keeps the problem), every problem followed by a worked
-solution cut there or rejected as `solution_leak`, no clean problem cut or flagged, every rubber-stamp verdict
-discarded, and a label copied from a solution in the problem rejected as `copied_solution`.
+off inside its problem: one cut off in the solution after its problem keeps the problem), every problem followed
+by a worked solution cut there or rejected as `solution_leak`, no clean problem cut or flagged, every rubber-stamp
+verdict discarded, and a label copied from a solution in the problem rejected as `copied_solution`. Every
+generation made with the generate template's stop strings is kept or rejected as a reader would, and every
+categorize reply gives the domain it names, while none a reader would reject (cut off, two domains, an unlisted
+one, no summary) gives a label.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 import pytest
+from _openai_server import MODEL, serving
+from test_categorize import problem_of
 
+from sws.artifacts import read_table
+from sws.categorize import END_MARKER, Label, read_label
+from sws.config import PipelineConfig
 from sws.engines import Completion
 from sws.grading import shared_pool
 from sws.parsing import Judgement, split_solution
 from sws.problem_filters import SOLUTION_SIGNS, shows_solution
+from sws.stages import prepare
 from sws.stages.generate import screen_generation
 from sws.stages.label import copies_solution, sample_answer, teacher_label
 from sws.stages.prepare import DATA_DIR
 from sws.stages.rate import TRUNCATED, read_judgement
 from sws.worlds.math.verifier import MathVerifier
 
-FIXTURE = Path(__file__).parent / "fixtures" / "teacher_outputs" / "qwen2.5-coder-1.5b-instruct.jsonl"
+FIXTURES = Path(__file__).parent / "fixtures" / "teacher_outputs"
 MATH500 = DATA_DIR / "math500.json"
-ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+
+
+def recorded(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / f"qwen2.5-coder-1.5b-instruct{name}.jsonl").read_text().splitlines()]
+
+
+ROWS = recorded("")
+STOPS = recorded(".generate-stops")
+CATEGORIZE = recorded(".categorize")
 MATH = MathVerifier()
 
 # Hand labels, by line index of the fixture.
@@ -183,3 +202,81 @@ def test_only_verdicts_below_an_analysis_count(scores) -> None:
 
 def test_labels_copied_from_the_problem_are_caught(scores) -> None:
     assert (scores["copied_solution"].precision, scores["copied_solution"].recall) == (1.0, 1.0)
+
+
+# ---------------------------------------------------------------- generate, with the template's stop strings
+
+# What a reader makes of each reply (by index): the reason it cannot be used, or None for a clean problem. 1 asks
+# for a step-by-step solution, 2 writes `### Problem` twice, 3 asks for a length and two areas, 10 asks for a
+# product and then for the possible values of a factor, 12 asks for six things. 6 and 7 were cut off in the
+# solution that follows a whole problem.
+STOPS_READING = {1: "solution_leak", 2: "unparsed", 3: "multi_part", 10: "multi_part", 12: "multi_part"}
+
+
+def test_every_generation_with_stop_strings_is_kept_or_rejected_as_a_reader_would() -> None:
+    for index, row in enumerate(STOPS):
+        problem, reason = screen_generation(completion(row), min_chars=10, max_tokens=400)
+        assert reason == STOPS_READING.get(index), (index, reason)
+        if reason is None:  # the whole problem, and nothing after it
+            assert problem.rstrip().endswith(("?", ".")) and problem in row["output"], index
+            assert not shows_solution(problem), index
+
+
+# ---------------------------------------------------------------- categorize
+
+# The domain each reply names on its `Domain:` line, in the list's spelling (17 writes `Probability`).
+CATEGORIZE_READING = [
+    "Algebra", "Number Theory", "Geometry", "Number Theory", "Number Theory", "Geometry", "Geometry", "Geometry",
+    "Number Theory", "Algebra", "Prealgebra", "Number Theory", "Counting & Probability", "Geometry", "Number Theory",
+    "Geometry", "Number Theory", "Counting & Probability", "Geometry", "Algebra", "Algebra", "Number Theory",
+    "Geometry", "Algebra", "Number Theory", "Geometry", "Geometry", "Geometry", "Number Theory",
+    "Counting & Probability", "Number Theory", "Number Theory", "Prealgebra", "Geometry", "Geometry", "Algebra",
+]
+
+
+def categorize_read(row: dict, output: str | None = None, finish_reason: str | None = None) -> Label | str:
+    text = row["output"] if output is None else output
+    return read_label(Completion(text, row["completion_tokens"], finish_reason or row["finish_reason"]),
+                      row["values"]["categories"])
+
+
+def summary_line(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("Summary:")).removeprefix("Summary:").strip()
+
+
+def test_every_categorize_reply_gives_the_domain_it_names_and_its_summary() -> None:
+    labels = [categorize_read(row) for row in CATEGORIZE]
+    assert [label.category for label in labels] == CATEGORIZE_READING
+    assert all(label.summary == summary_line(row["output"]) for label, row in zip(labels, CATEGORIZE, strict=True))
+    agree = sum(label.category == row["math_subject"] for label, row in zip(labels, CATEGORIZE, strict=True))
+    closed = sum(row["output"].rstrip().endswith(END_MARKER) for row in CATEGORIZE)
+    print(f"\ncategorize replies of Qwen2.5-Coder-1.5B-Instruct: {len(labels)} of {len(CATEGORIZE)} labeled "
+          f"({closed} end with {END_MARKER}), {agree} agree with MATH's subject")
+
+
+@pytest.mark.parametrize(("spoil", "reason"), [
+    (lambda output: output, "truncated"),  # the same text, cut off at max_tokens
+    (lambda output: output + "\nDomain: Precalculus", "two_domains"),
+    (lambda output: re.sub(r"(?m)^Domain: .*$", "Domain: Combinatorics", output), "unlisted_domain"),
+    (lambda output: re.sub(r"(?m)^Domain: .*$", "Domain: Algebra or Geometry", output), "unlisted_domain"),
+    (lambda output: re.sub(r"(?m)^Summary: .*$", "Summary:", output), "no_summary"),
+])
+def test_no_categorize_reply_a_reader_would_reject_gives_a_label(spoil, reason: str) -> None:
+    finish_reason = "length" if reason == "truncated" else None
+    assert {categorize_read(row, spoil(row["output"]), finish_reason) for row in CATEGORIZE} == {reason}
+
+
+def test_prepare_labels_the_recorded_problems_from_the_recorded_replies(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    replies = {row["values"]["problem"]: row["output"] for row in CATEGORIZE}
+    seed = tmp_path / "recorded.jsonl"
+    seed.write_text("".join(json.dumps({"problem": problem, "answer": "1"}) + "\n" for problem in replies))
+    with serving() as server:
+        server.writer = lambda prompt, body: replies[problem_of(prompt)]
+        role = {"engine": "openai", "model": MODEL, "temperature": 0.0, "options": {"base_url": server.base_url}}
+        cfg = PipelineConfig.model_validate({"world": "math", "roles": {"categorizer": role},
+                                             "prepare": {"input": str(seed), "categorize": True}})
+        prepare.run(cfg, tmp_path / "run")
+    labeled = read_table(tmp_path / "run", "problems").filter(pl.col("category_source") == "model")
+    assert labeled.height >= 0.9 * len(replies)
+    assert len(server.posts) == len(replies)  # no reply needed asking again

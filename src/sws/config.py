@@ -44,6 +44,9 @@ class EngineConfig(Section):
     model: str
     options: dict[str, Any] = Field(default_factory=dict)
     temperature: float = Field(0.7, ge=0)
+    # A reply that does not count is asked again at this temperature when `temperature` is 0: at 0 a new seed
+    # gets the same reply. Above 0, retries keep `temperature`.
+    retry_temperature: float = Field(0.7, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(1024, ge=1)
 
@@ -82,9 +85,12 @@ class PrepareConfig(Section):
     # true: the categorizer labels rows without a category with one of `categories` (None: the world's list);
     # "all": every row, whatever its input category.
     categorize: bool | Literal["all"] = False
-    # A reply outside the list, unparsed or cut off is asked again (new seed) up to this many times; then the row
-    # stays `uncategorized`.
+    # A reply outside the list, unparsed or cut off is asked again (new seed; at temperature 0, the categorizer's
+    # retry_temperature) up to this many times; then the row stays `uncategorized`.
     categorize_retries: int = Field(2, ge=0)
+    # true: the categorize prompt shows the world's example problem of each listed category with the reply it
+    # expects (a few-shot block; the math world has one per MATH subject).
+    categorize_examples: bool = False
     # A seeded random sample of this many of the kept problems (their order kept): a small-scale run of a large
     # seed set, where the policy must see each seed problem several times for its accuracy trajectory.
     max_problems: int | None = Field(None, ge=1)
@@ -160,7 +166,8 @@ class SynthesizeConfig(Section):
     # Folder of replacement prompt templates (extract.md, generate.md, rate.md, label.md); None: the shipped ones.
     prompt_dir: str | None = None
     ratings_per_judge: int = Field(1, ge=1)
-    # A judgement without a verdict below an analysis, or cut off, is asked again (new seed) up to this many times.
+    # A judgement without a verdict below an analysis, or cut off, is asked again (new seed; at temperature 0, the
+    # judge's retry_temperature) up to this many times.
     rate_retries: int = Field(2, ge=0)
     min_perfect_ratio: float = Field(0.5, ge=0, le=1)
     allow_bad: bool = False

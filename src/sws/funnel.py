@@ -1,7 +1,8 @@
 """The synthesis funnel: per step, rows in, rows kept, rows rejected by reason, and completions cut off.
 
 A step's `truncated` counts its completions that hit max_tokens (of `completions` in all), so a user sees
-which role's max_tokens to raise.
+which role's max_tokens to raise; a step that reads its replies and asks again for those it cannot use also counts
+the replies it set aside, by reason (`replies_rejected`), so a user sees what the model gets wrong.
 
 Each synthesis step stores its row as `info["funnel"]` of its StageResult, which `run_stage` keeps in the
 step's manifest; `read_funnel` collects them for the report, `funnel_table` renders them with rich. The readers
@@ -44,25 +45,33 @@ class FunnelRow:
     rejected: dict[str, int] = field(default_factory=dict)
     truncated: int = 0
     completions: int = 0
+    replies_rejected: dict[str, int] = field(default_factory=dict)
 
     def as_info(self) -> dict[str, Any]:
         info = {"step": self.step, "in": self.rows_in, "kept": self.kept, "rejected": dict(self.rejected)}
         if self.completions:  # only steps that asked a model
             info |= {"truncated": self.truncated, "completions": self.completions}
+        if self.replies_rejected:
+            info["replies_rejected"] = dict(self.replies_rejected)
         return info
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> FunnelRow:
         return cls(info["step"], int(info["in"]), int(info["kept"]), dict(info.get("rejected", {})),
-                   int(info.get("truncated", 0)), int(info.get("completions", 0)))
+                   int(info.get("truncated", 0)), int(info.get("completions", 0)),
+                   dict(info.get("replies_rejected", {})))
 
 
-def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], completions: Iterable[Completion] = ()
-               ) -> FunnelRow:
-    counts = Counter(reasons)
+def by_count(reasons: Iterable[str]) -> dict[str, int]:
+    """How often each reason occurs, most frequent first (ties by name)."""
+    return dict(sorted(Counter(reasons).items(), key=lambda item: (-item[1], item[0])))
+
+
+def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], completions: Iterable[Completion] = (),
+               replies_rejected: Iterable[str] = ()) -> FunnelRow:
     answered = list(completions)
-    return FunnelRow(step, rows_in, kept, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
-                     sum(completion.truncated for completion in answered), len(answered))
+    return FunnelRow(step, rows_in, kept, by_count(reasons), sum(completion.truncated for completion in answered),
+                     len(answered), by_count(replies_rejected))
 
 
 def write_step_outputs(

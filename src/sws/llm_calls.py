@@ -90,6 +90,14 @@ def request_seed(base_seed: int, *parts: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+def attempt_role(role: EngineConfig, attempt: int) -> EngineConfig:
+    """The role's sampling settings for attempt `attempt` (0: the first ask) at a reply: a retry of a role at
+    temperature 0 samples at its `retry_temperature`, since at 0 a new seed would only get the same reply."""
+    if attempt == 0 or role.temperature > 0:
+        return role
+    return role.model_copy(update={"temperature": role.retry_temperature})
+
+
 def role_request(role: EngineConfig, *, task: str, fields: dict[str, Any], text: str, n: int, seed: int,
                  stop: tuple[str, ...] = ()) -> Request:
     """A chat request for a teacher role: the rendered prompt as the user message, the role's sampling settings,

@@ -2,9 +2,10 @@
 
 Each rule is a named detector; `prefilter_reason` applies them in a fixed order and returns the first that
 fires as the reject reason. The detectors look for the surface forms real generators use (a worked solution
-left in the text, answer choices, "(a) … (b) …" parts, "prove that", "true or false", an appended answer), and
-are kept narrow enough that ordinary competition problems pass (on MATH train + MATH-500 they flag under 2 % of
-problems besides the over-long ones, most of them genuine multiple-choice items).
+left in the text, answer choices, "(a) … (b) …" parts or a list of sub-tasks, "prove that", "true or false", an
+appended answer or a hint on how to solve it), and are kept narrow enough that ordinary competition problems
+pass (on MATH train + MATH-500 they flag under 2 % of problems besides the over-long ones, most of them genuine
+multiple-choice items).
 `solution_leak` comes first: a problem that still carries worked steps usually also ends in its answer, and
 its reason should say that the solution, not just the answer, is in the text.
 """
@@ -45,8 +46,20 @@ _TWO_EXPRESSIONS = re.compile(
 # A sentence ends at . ? ! followed by a capital ("8! + 8" is a factorial, not a sentence end).
 _SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+(?=[A-Z(])")
 _ASKING_START = re.compile(
-    r"\W*(?:(?:then|also|next|finally)\s*,?\s*)?(?:what|which|how|find|compute|calculate|evaluate|determine|"
-    r"simplify)\b",
+    r"\W*(?:(?:question|problem|task)\b\W*)?(?:(?:then|also|next|finally)\s*,?\s*)?"
+    r"(?:what|which|how|find|compute|calculate|evaluate|determine|simplify)\b",
+    re.I,
+)
+_ASKING_VERB = r"(?:find|calculate|compute|determine|evaluate|verify|check|show|prove|express|simplify|solve|what|how|which)"
+# A list of sub-tasks: list items ("1. Calculate ...", "- Find ...") that each ask for something.
+_TASK_ITEM = re.compile(rf"(?m:^\s*(?:\d+[.)]|[-*•])\s+(?:\*\*)?{_ASKING_VERB}\b)", re.I)
+# "Determine the length of the field and the area used by each crop": one request for two quantities. (Operations
+# on two things, "the sum of the number and its reverse", take one answer and are left out.)
+_QUANTITY = (r"(?:length|width|height|area|perimeter|volume|radius|diameter|coordinates|values?|mean|median|slope|"
+             r"distance|angle|measure|speed|time|cost|price)")
+_TWO_QUANTITIES = re.compile(
+    rf"\b(?:find|determine|calculate|compute|what (?:is|are))\s+(?:both\s+)?the\s+{_QUANTITY}\b[^.?!;$\\]{{0,60}}?"
+    rf"\s+and\s+(?:the\s+)?{_QUANTITY}\b",
     re.I,
 )
 _PROOF = re.compile(
@@ -72,6 +85,14 @@ _ANSWER_LEAK = re.compile(
     re.I,
 )
 
+# How to solve it, which a problem must not say: "To solve this, first determine ...", "Solve it by: 1. ...",
+# "Hint: use ...", "You will need to use ...". None occurs in MATH train + MATH-500.
+_SOLUTION_HINT = re.compile(
+    r"\bto solve (?:this|it)\b|\bsolve (?:it|this)(?: problem)? by\b|\bhint\s*:|"
+    r"(?:^|[.?!:;,]\s*|\n\s*)(?:first|start by|begin by)\s+(?:determin|find|comput|calculat|us)\w*|"
+    r"\byou (?:will |may |might )?(?:need|should|can) (?:to )?(?:first|use|apply|start|consider)\b",
+    re.I,
+)
 
 # Worked steps, from what real models write after their problem: the prose of a solution ("To solve this
 # problem, we need to…", "Substituting…"), numbered "Step 1" markers, a chain of equalities that ends in a
@@ -124,6 +145,8 @@ def is_multi_part(problem: str) -> bool:
         len(_labels(_PART_LABEL, problem)) >= 2
         or bool(_PART_WORDS.search(problem))
         or bool(_TWO_EXPRESSIONS.search(problem))
+        or bool(_TWO_QUANTITIES.search(problem))
+        or len(_TASK_ITEM.findall(problem)) >= 2
         or question_count(problem) >= 2
     )
 
@@ -137,7 +160,8 @@ def is_true_false(problem: str) -> bool:
 
 
 def leaks_answer(problem: str) -> bool:
-    return bool(_ANSWER_LEAK.search(problem.strip()))
+    """Whether the text states its answer or a hint on how to get it."""
+    return bool(_ANSWER_LEAK.search(problem.strip()) or _SOLUTION_HINT.search(problem))
 
 
 # The parts of the solution_leak rule, by name, so their precision and recall can be measured one by one.

@@ -42,6 +42,14 @@ class PipelineStep:
 
 
 @dataclass(frozen=True)
+class CategoryExample:
+    """A problem of a category and the summary a categorizer should give it (a few-shot example)."""
+
+    problem: str
+    summary: str
+
+
+@dataclass(frozen=True)
 class BuiltPolicy:
     """The policy a world trains from when `train.init_model` is empty: what decides it, how to build it, and
     where it already is (None: not built yet; evaluating it must not mean training it)."""
@@ -64,6 +72,10 @@ class World:
     engines: ClassVar[dict[str, Any]] = {}
     # Category spellings `sws prepare` prefers when it meets another spelling of one of them.
     categories: ClassVar[tuple[str, ...]] = ()
+    # What each category covers, in one line, for the categorizer's prompt (a small model cannot tell Algebra
+    # from Intermediate Algebra by name); and an example problem of each (`prepare.categorize_examples`).
+    category_descriptions: ClassVar[dict[str, str]] = {}
+    category_examples: ClassVar[dict[str, CategoryExample]] = {}
     # A sentence for the report when one of `engines` played a teacher role (`{roles}` is replaced).
     teacher_note: ClassVar[str] = ""
     # Answer extraction and equivalence: what label, audit, the filter, eval and the training rewards grade with.

@@ -126,6 +126,23 @@ def test_unusable_judgements_are_asked_again_and_the_analyses_are_kept(tmp_path:
     assert len({request.seed for request in judge.requests}) == len(judge.requests) == 6  # a new seed each time
 
 
+@pytest.mark.parametrize(("temperature", "retried_at"), [(0.0, 0.5), (0.3, 0.3)])
+def test_a_retry_at_temperature_0_samples_at_the_retry_temperature(tmp_path: Path, monkeypatch, temperature: float,
+                                                                    retried_at: float) -> None:
+    write_synthetic(tmp_path, PROBLEMS[:2])
+    judge = ScriptedEngine(lambda request, k: "Verdict: perfect")  # never counts
+    use_engines(monkeypatch, {"judge": judge})
+    config = PipelineConfig()
+    config.roles.judges = [scripted_role("judge").model_copy(update={"temperature": temperature,
+                                                                     "retry_temperature": 0.5})]
+    config.synthesize.rate_retries = 2
+    runner.run(rate.STAGE, config, tmp_path)
+    assert [request.temperature for request in judge.requests] == [temperature] * 2 + [retried_at] * 4
+    # At temperature 0 the seed does not change the reply: no problem is asked twice at 0.
+    greedy = [request.fields["problem"] for request in judge.requests if request.temperature == 0]
+    assert len(greedy) == len(set(greedy))
+
+
 def test_a_cut_off_judgement_does_not_count(tmp_path: Path, monkeypatch) -> None:
     from sws.engines import Completion
 

@@ -35,12 +35,18 @@ import polars as pl
 
 from sws import ui
 from sws.artifacts import SCHEMAS, read_records
-from sws.categorize import UNCATEGORIZED, Categorizer, category_key, category_list, with_category_source
+from sws.categorize import (
+    UNCATEGORIZED,
+    Categorizer,
+    categorize_prompt,
+    category_key,
+    category_list,
+    with_category_source,
+)
 from sws.config import PipelineConfig, PrepareConfig, require_roles
 from sws.errors import UserError
 from sws.funnel import FunnelRow
 from sws.near_duplicates import problem_key
-from sws.prompts import load_template
 from sws.rollouts import TEXT_FIELDS, normalise_text
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
@@ -357,7 +363,7 @@ def categorizer_identity(cfg: PipelineConfig) -> dict:
         return {}
     require_roles(cfg, ["categorizer"], "the pipeline config")
     return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
-            "categories": category_list(cfg), "categorize_prompt": load_template("categorize", world=cfg.world).digest}
+            "categories": category_list(cfg), "categorize_prompt": categorize_prompt(cfg).digest}
 
 
 STAGE = Stage(

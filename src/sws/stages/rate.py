@@ -22,7 +22,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.executors import Executor
-from sws.llm_calls import request_seed, role_request
+from sws.llm_calls import attempt_role, request_seed, role_request
 from sws.parsing import VERDICTS, Judgement, parse_judgement
 from sws.prompts import load_template
 from sws.runner import StageContext, StageOutput
@@ -122,8 +122,8 @@ def judge_all(
 ) -> list[tuple[list[Judgement | str], list[Completion]]]:
     """Per problem: the judge's ratings_per_judge judgements, and every completion it took to get them.
 
-    Round 0 asks for all ratings; each retry asks again, with a seed of its own, for the judgements that do not
-    count yet.
+    Round 0 asks for all ratings; each retry asks again, with a seed of its own (and, for a judge at temperature 0,
+    its retry_temperature), for the judgements that do not count yet.
     """
     synth = cfg.synthesize
     judgements: list[list[Judgement | str]] = [[UNPARSED] * synth.ratings_per_judge for _ in problems]
@@ -135,7 +135,7 @@ def judge_all(
             break
         retry = [f"retry {attempt}"] if attempt else []
         requests = [
-            role_request(judge, task="rate", fields={"problem": problems[index]}, text=prompts[index],
+            role_request(attempt_role(judge, attempt), task="rate", fields={"problem": problems[index]}, text=prompts[index],
                          n=sum(not isinstance(j, Judgement) for j in judgements[index]),
                          seed=request_seed(cfg.seed, STEP, name, ids[index], *retry))
             for index in asked

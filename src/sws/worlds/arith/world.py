@@ -14,7 +14,13 @@ from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
-from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
+from sws.worlds.arith.families import (
+    CATEGORIES,
+    FAMILIES,
+    category_concepts,
+    generate_problems,
+    sample_problem,
+)
 from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
 from sws.worlds.math.verifier import MathVerifier
@@ -38,6 +44,9 @@ class ArithWorld(World):
     # Arith answers are integers, which the math verifier compares exactly.
     verifier = MathVerifier()
     categories = tuple(CATEGORIES)
+    # A category is what its families' problems take.
+    category_descriptions = {category: "expressions that take " + ", ".join(category_concepts(category))
+                             for category in CATEGORIES}
     teacher_note = (
         "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
         "the same prompts from the arithmetic world's rules (with configurable noise), so the prompts, parsers and "
