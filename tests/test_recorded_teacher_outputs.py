@@ -22,6 +22,7 @@ import pytest
 from _openai_server import MODEL, serving
 from test_categorize import problem_of
 
+from sws import runner
 from sws.artifacts import read_table
 from sws.categorize import END_MARKER, Label, read_label
 from sws.config import PipelineConfig
@@ -276,7 +277,7 @@ def test_prepare_labels_the_recorded_problems_from_the_recorded_replies(tmp_path
         role = {"engine": "openai", "model": MODEL, "temperature": 0.0, "options": {"base_url": server.base_url}}
         cfg = PipelineConfig.model_validate({"world": "math", "roles": {"categorizer": role},
                                              "prepare": {"input": str(seed), "categorize": True}})
-        prepare.run(cfg, tmp_path / "run")
+        runner.run(prepare.STAGE, cfg, tmp_path / "run")
     labeled = read_table(tmp_path / "run", "problems").filter(pl.col("category_source") == "model")
     assert labeled.height >= 0.9 * len(replies)
     assert len(server.posts) == len(replies)  # no reply needed asking again
