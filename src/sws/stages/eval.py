@@ -36,6 +36,7 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.executors import executor_for
 from sws.grading import graded_count
 from sws.llm_calls import shared_engines
 from sws.policy import Sampling, sample_and_grade
@@ -189,7 +190,7 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
         asked = list(problems.select("problem_id", "problem", "answer").iter_rows())
         with shared_engines():  # on Ray, one pool of workers answers and grades
             greedy, sampled = sample_and_grade(
-                cfg, run_dir, policy, asked,
+                cfg, executor_for(cfg, run_dir), policy, asked,
                 [Sampling(1, 0.0, max_tokens, (STAGE,)), Sampling(k, cfg.eval.temperature, max_tokens, (STAGE,))],
                 cfg.eval.shard_size, f"eval: {checkpoint} answers")
         sample_counts = pl.DataFrame([graded_count(verdicts) for verdicts in sampled],
