@@ -1,15 +1,19 @@
 """The package as a user installs it: a wheel built from this checkout, installed into a fresh virtualenv, run from
-a folder outside the checkout. It finds its presets, shipped data and prompts, and carries its licence."""
+a folder outside the checkout. It finds its presets, shipped data and prompts, carries its licence, and declares
+dependency bounds that hold the versions the tests run with."""
 
 import os
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from sws import __version__
 
@@ -89,3 +93,11 @@ def test_the_installed_package_finds_its_prompt_templates(venv: Path, tmp_path: 
                    "import sws.prompts as p; print(p.load_template('rate').name)")
     assert where.returncode == 0, where.stderr
     assert "rate" in where.stdout
+
+
+def test_the_environment_the_tests_run_in_is_within_the_declared_dependency_bounds() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(text) for text in [*project["dependencies"], *project["optional-dependencies"]["embedder"]]]
+    outside = {requirement.name: version(requirement.name) for requirement in declared
+               if not requirement.specifier.contains(version(requirement.name), prereleases=True)}
+    assert not outside, f"installed outside pyproject.toml's bounds: {outside}"

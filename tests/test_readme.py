@@ -62,7 +62,7 @@ def test_the_readme_is_at_most_10_kb() -> None:
     assert README.stat().st_size <= MAX_BYTES
 
 
-COMMANDS = shell_commands(README.read_text())
+COMMANDS = list(dict.fromkeys(shell_commands(README.read_text())))
 
 
 def test_the_readme_shows_the_two_commands_and_a_run_by_preset_name() -> None:
