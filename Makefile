@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 RUN ?= runs/demo
-PIPELINE ?= pipelines/demo.yaml
+PIPELINE ?= demo
 SEEDS ?= 0 1 2 3 4
 export OMP_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -20,7 +20,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,embedder]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """The Ray executor against the local one on this machine's cores, in one process run:
 
-1. Overhead: the arith demo's synthesis (pipelines/demo.yaml: budget 4000, 8 label samples, oracle teachers) and
+1. Overhead: the arith demo's synthesis (the demo preset: budget 4000, 8 label samples, oracle teachers) and
    its filter (8 rollouts of the demo's hf policy; the warm-started one, since the GRPO-trained one needs a
    training run), seconds with `executor.kind: local` and `ray` (one replica per core); goal ray/local <= 1.2.
 2. Scale: 1x, 10x and 100x the demo's labeling requests (8 oracle samples each) streamed through the Ray
@@ -30,11 +30,12 @@ from sws import ui
 from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig, load_config
 from sws.llm_calls import request_seed, role_request, shared_engines
+from sws.presets import PRESET_DIR
 from sws.stages import filter as filter_stage
 from sws.stages import identify, synthesize
 from sws.worlds.arith import generate_problems
 
-PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "demo.yaml"
+PIPELINE = PRESET_DIR / "demo.yaml"
 ROLES = ("extractor", "generator", "judges", "labeler", "policy")
 
 

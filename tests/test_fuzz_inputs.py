@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from sws import config
 from sws.artifacts import table_path, write_table
 from sws.cli import app
+from sws.presets import PRESET_DIR
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = 60
@@ -166,7 +167,7 @@ def test_broken_ingest_inputs(identified_run, tmp_path_factory, data):
     assert_refused(identified_run, ["ingest", "--run", str(identified_run), "--force", *args], before)
 
 
-PIPELINE = yaml.safe_load((Path(__file__).parents[1] / "pipelines" / "quick.yaml").read_text())
+PIPELINE = yaml.safe_load((PRESET_DIR / "quick.yaml").read_text())
 NOT_A_NUMBER = [float("nan"), float("inf"), float("-inf")]
 OUT_OF_RANGE = {
     ("identify", "max_acc"): [*NOT_A_NUMBER, -7.0, 7.0], ("identify", "max_slope"): [*NOT_A_NUMBER, -7.0, 7.0],

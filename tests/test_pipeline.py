@@ -11,10 +11,10 @@ from sws.artifacts import write_json
 from sws.cli import app
 from sws.config import PipelineConfig, load_config
 from sws.errors import UserError
+from sws.presets import PRESET_DIR
 from sws.run_dir import RunDir
 from sws.world import get_world
 
-PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 METHOD_ORDER = [
     "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
     "train baseline and augmented", "eval", "report",
@@ -32,11 +32,11 @@ def test_math_pipeline_starts_from_prepare() -> None:
 
 @pytest.mark.parametrize("name", ["demo.yaml", "quick.yaml", "math12k-qwen2.5-7b.yaml"])
 def test_shipped_pipelines_are_valid(name: str) -> None:
-    load_config(PIPELINES / name)
+    load_config(PRESET_DIR / name)
 
 
 def test_the_self_evolving_preset_has_the_policy_play_every_teacher_role_with_the_band_filter_on() -> None:
-    cfg = load_config(PIPELINES / "self-evolving-math.yaml")
+    cfg = load_config(PRESET_DIR / "self-evolving-math.yaml")
     teachers = [cfg.roles.extractor, cfg.roles.generator, *cfg.roles.judges, cfg.roles.labeler]
     assert {(role.engine, role.model) for role in teachers} == {("vllm", "policy")}
     assert cfg.filter.band == (0.25, 0.75)
@@ -158,11 +158,11 @@ def test_the_rounds_option_sets_rounds_n(tmp_path: Path, monkeypatch: pytest.Mon
     seen = {}
     monkeypatch.setattr(pipeline, "run", lambda cfg, run_dir, force=False, source=None: seen.update(n=cfg.rounds.n))
     monkeypatch.setattr(pipeline, "print_headline", lambda run_dir: None)
-    result = CliRunner().invoke(app, ["run", str(PIPELINES / "quick.yaml"), "--run", str(tmp_path / "run"),
+    result = CliRunner().invoke(app, ["run", "quick", "--run", str(tmp_path / "run"),
                                       "--rounds", "3"])
     assert result.exit_code == 0, result.output
     assert seen == {"n": 3}
-    assert CliRunner().invoke(app, ["run", str(PIPELINES / "quick.yaml"), "--run", str(tmp_path / "run"),
+    assert CliRunner().invoke(app, ["run", "quick", "--run", str(tmp_path / "run"),
                                     "--rounds", "0"]).exit_code == 2
 
 

@@ -1,4 +1,4 @@
-"""The shipped pipelines (pipelines/*.yaml) carry the paper's settings where they say so."""
+"""The shipped pipelines (src/sws/pipelines/*.yaml) carry the paper's settings where they say so."""
 
 from pathlib import Path
 
@@ -6,9 +6,10 @@ import pytest
 
 from sws import held_out
 from sws.config import load_config
+from sws.errors import UserError
+from sws.presets import PRESET_DIR, pipeline_file
 
-PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
-PRESETS = sorted(path.name for path in PIPELINES.glob("*.yaml"))
+PRESETS = sorted(path.name for path in PRESET_DIR.glob("*.yaml"))
 PAPER_BENCHMARKS = {"gsm8k", "math500", "minerva_math", "olympiadbench", "gaokao2023en", "amc23", "aime24", "aime25"}
 
 
@@ -19,12 +20,12 @@ def test_every_preset_is_found() -> None:
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_band_filter_samples_as_long_as_training_does(name: str) -> None:
-    cfg = load_config(PIPELINES / name)
+    cfg = load_config(PRESET_DIR / name)
     assert cfg.filter_max_tokens == cfg.train.max_completion_length
 
 
 def test_the_7b_preset_has_the_papers_values() -> None:
-    cfg = load_config(PIPELINES / "math12k-qwen2.5-7b.yaml")
+    cfg = load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml")
     assert cfg.train.learning_rate == 5e-7 and cfg.train.augmented_steps == 600
     assert cfg.train.online_filter == (0.125, 0.875)
     assert cfg.synthesize.levels == ["AMC12", "HMMT-Nov", "HMMT-Feb", "AIME", "USAJMO", "USAMO", "USOJMO", "USOMO"]
@@ -36,8 +37,8 @@ def test_the_7b_preset_has_the_papers_values() -> None:
 
 
 def test_the_one_gpu_preset_keeps_the_papers_ratios_at_small_scale() -> None:
-    small = load_config(PIPELINES / "math-qwen2.5-1.5b-1gpu.yaml")
-    full = load_config(PIPELINES / "math12k-qwen2.5-7b.yaml")
+    small = load_config(PRESET_DIR / "math-qwen2.5-1.5b-1gpu.yaml")
+    full = load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml")
     assert small.train.verl.n_gpus_per_node == 1 and "1.5B" in small.train.init_model
     for cfg in (small, full):
         assert cfg.train.batch_size / cfg.train.verl.mini_batch_size == 4
@@ -47,3 +48,37 @@ def test_the_one_gpu_preset_keeps_the_papers_ratios_at_small_scale() -> None:
     # Seeds times the budget's expected yield (5 %): about three synthetic problems per seed in both.
     for cfg, seeds in ((small, small.prepare.max_problems), (full, 7474)):
         assert 2.9 <= cfg.synthesize.budget * 0.05 / seeds <= 3.1
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_file_a_preset_points_into_the_package_exists(name: str) -> None:
+    for reference in load_config(PRESET_DIR / name).synthesize.reference_files:
+        assert Path(reference).is_file() and PRESET_DIR.parent in Path(reference).parents, reference
+
+
+@pytest.mark.parametrize("given", ["demo", "demo.yaml"])
+def test_a_preset_is_found_by_name_from_any_folder(given: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert pipeline_file(Path(given)) == PRESET_DIR / "demo.yaml"
+    assert load_config(Path(given)).world == "arith"
+
+
+def test_a_file_of_the_same_name_wins_over_the_preset(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo").write_text("world: math\n")
+    assert pipeline_file(Path("demo")) == Path("demo")
+
+
+def test_an_unknown_pipeline_is_one_error_listing_the_presets(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="dmeo: pipeline file not found, nor a shipped preset") as raised:
+        load_config(Path("dmeo"))
+    assert all(name in str(raised.value) for name in ("demo", "quick", "math12k-qwen2.5-7b"))
+
+
+def test_the_7b_presets_downloaded_benchmarks_are_read_from_the_folder_sws_runs_in(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PWD", str(tmp_path))
+    files = {entry.name: entry.file for entry in load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml").eval.benchmarks
+             if not isinstance(entry, str) and entry.file}
+    assert files == {name: str(tmp_path / "benchmarks" / f"{name}.jsonl")
+                     for name in ("minerva_math", "olympiadbench", "gaokao2023en", "amc23")}

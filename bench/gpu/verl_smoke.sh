@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU smoke test of the verl trainer: two verl GRPO steps of pipelines/math-qwen2.5-1.5b-8gpu.yaml (smaller
+# GPU smoke test of the verl trainer: two verl GRPO steps of the math-qwen2.5-1.5b-8gpu preset (smaller
 # batches) on a handful of MATH problems, end to end through `sws train initial`, then checks that
 # rollouts.parquet and train/initial/final (a merged Hugging Face folder) appear.
 #
@@ -26,7 +26,7 @@ with open(sys.argv[1], "w") as out:
                                   "problem": f"Problem {copy}. {row['problem']}"}) + "\n")
 PY
 $SWS prepare --run "$RUN" --input "$RUN/seed.jsonl" --id-field problem_id --problem-field problem \
-    --answer-field answer --category-field category --config pipelines/math-qwen2.5-1.5b-8gpu.yaml
+    --answer-field answer --category-field category --config math-qwen2.5-1.5b-8gpu
 # Smaller steps than the preset's, set on the run's saved config (config.yaml).
 .venv/bin/python - "$RUN/config.yaml" "$GPUS" <<'PY'
 import sys, yaml

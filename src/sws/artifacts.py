@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from sws import arms, tokens, ui
+from sws import __version__, arms, tokens, ui
 from sws.errors import UserError
 from sws.run_dir import LATER_ROUNDS, RunDir
 from sws.stage import producer_of
@@ -377,8 +377,8 @@ def config_hash(config: Any) -> str:
 
 
 def package_versions() -> dict[str, str]:
-    versions = {}
-    for package in ("sws", "torch", "transformers", "trl", "vllm", "sentence-transformers", "math-verify", "polars"):
+    versions = {"sws": __version__}  # sws's own, whatever its distribution is named (sws-rlvr) or if a checkout
+    for package in ("torch", "transformers", "trl", "vllm", "sentence-transformers", "math-verify", "polars"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

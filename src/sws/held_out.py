@@ -40,7 +40,7 @@ def check_settings(cfg: PipelineConfig, source: Path | str) -> None:
         seen.add(entry.name)
         if entry.file is not None and not Path(entry.file).is_file():
             raise UserError(f"{source}: field 'eval.benchmarks' entry '{entry.name}' names {entry.file}, which does "
-                            "not exist; fix the path (README: Benchmarks lists where to get each file)")
+                            "not exist; fix the path (docs/evaluation.md lists where to get each file)")
 
 
 def read_benchmark_file(entry: BenchmarkConfig) -> pl.DataFrame:

@@ -12,14 +12,13 @@ huggingface_hub; without a token it is one error line.
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import yaml
 
-from sws import ui
+from sws import __version__, ui
 from sws.artifacts import (
     config_hash,
     read_manifest,
@@ -94,11 +93,7 @@ def provenance(cfg: PipelineConfig) -> list[str]:
             if engine is not None:
                 model = f"`{engine.model}`" if engine.model else "the run's initial checkpoint"
                 lines.append(f"- {role}: {model} ({engine.engine} engine)")
-    try:
-        version = metadata.version("sws")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return [*lines, f"- sws version: {version}", f"- config hash: `{config_hash(cfg)}`", f"- seed: {cfg.seed}",
+    return [*lines, f"- sws version: {__version__}", f"- config hash: `{config_hash(cfg)}`", f"- seed: {cfg.seed}",
             f"- world: {cfg.world}"]
 
 

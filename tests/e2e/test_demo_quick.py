@@ -1,4 +1,4 @@
-"""The whole method on the arith world with pipelines/quick.yaml, through the real `sws run` command."""
+"""The whole method on the arith world with the quick preset, through the real `sws run` command."""
 
 import json
 import os
@@ -23,7 +23,7 @@ ARTIFACTS = [
 
 def sws_run(run_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([str(SWS), "run", "pipelines/quick.yaml", "--run", str(run_dir)], cwd=REPO, env=env,
+    return subprocess.run([str(SWS), "run", "quick", "--run", str(run_dir)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=1800)
 
 

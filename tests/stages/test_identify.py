@@ -105,8 +105,9 @@ def test_an_old_strict_flag_sets_both_thresholds_and_a_disagreeing_one_is_refuse
                                     "math-qwen2.5-1.5b-1gpu.yaml"])
 def test_math_presets_mark_never_solved_and_falling_half_solved_problems_weak(preset: str) -> None:
     from sws.config import load_config
+    from sws.presets import PRESET_DIR
 
-    rule = load_config(Path(__file__).parents[2] / "pipelines" / preset).identify
+    rule = load_config(PRESET_DIR / preset).identify
     rows = weakness_of({"never": [0, 0, 0, 0, 0], "falling": [0.5, 0.5, 0.375, 0.375, 0.25]}, rule)
     assert rows["never"]["weak"] and rows["falling"]["weak"]
 

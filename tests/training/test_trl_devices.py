@@ -24,7 +24,7 @@ from sws.training.trl_launch import job_file, read_job
 
 # Qwen2.5-7B's config.json as published with the model (7,615,616,512 parameters, bf16, 152,064 tokens).
 QWEN_7B = Path(__file__).parents[1] / "fixtures" / "qwen2.5-7b-config"
-# What pipelines/math12k-qwen2.5-7b.yaml gave TRL before it trained with verl.
+# What the math12k-qwen2.5-7b preset gave TRL before it trained with verl.
 OLD_MATH_PRESET = {"batch_size": 1024, "num_generations": 8, "max_completion_length": 4096}
 
 

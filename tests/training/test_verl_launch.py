@@ -12,12 +12,13 @@ from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import load_config
 from sws.errors import UserError
+from sws.presets import PRESET_DIR
 from sws.training import TrainJob
 from sws.training.rewards import correct
 from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides, write_launch
 
 REPO = Path(__file__).parents[2]
-PRESETS = sorted(path for path in (REPO / "pipelines").glob("*.yaml") if load_config(path).train.trainer == "verl")
+PRESETS = sorted(path for path in PRESET_DIR.glob("*.yaml") if load_config(path).train.trainer == "verl")
 VERL_PYTHON = REPO / ".venv-verl" / "bin" / "python"
 needs_verl = pytest.mark.skipif(not VERL_PYTHON.is_file(), reason="needs verl's environment: run `make install-verl`")
 
@@ -62,7 +63,7 @@ def test_a_misspelled_override_fails_to_compose(tmp_path):
 
 
 def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
-    overrides = verl_overrides(job(tmp_path), load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train,
+    overrides = verl_overrides(job(tmp_path), load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml").train,
                                VerlLayout(tmp_path))
     for setting in ("data.train_batch_size=1024", "actor_rollout_ref.actor.ppo_mini_batch_size=256",
                     "actor_rollout_ref.rollout.n=8", "actor_rollout_ref.actor.optim.lr=5e-07",
@@ -100,7 +101,7 @@ def math_run(tmp_path) -> Path:
 def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
     layout = VerlLayout(math_run / "train" / kind)
     result = CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
-                                      "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+                                      "--config", str(PRESET_DIR / "math12k-qwen2.5-7b.yaml")])
 
     assert result.exit_code == 0, result.output
     assert result.stdout.strip().endswith("data.truncation=error")
@@ -126,7 +127,7 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
 def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run, kind, steps, monkeypatch):
     monkeypatch.chdir(REPO)  # the preset's train.verl.python, .venv-verl/bin/python, is taken from here
     written = CliRunner().invoke(app, ["train", kind, "--run", str(math_run), "--dry-run",
-                                       "--config", str(REPO / "pipelines/math12k-qwen2.5-7b.yaml")])
+                                       "--config", str(PRESET_DIR / "math12k-qwen2.5-7b.yaml")])
     assert written.exit_code == 0 and written.stdout.startswith(f"{VERL_PYTHON} -m verl.trainer.main_ppo")
     launch = math_run / "train" / kind / "launch.sh"
     printed = subprocess.run(["bash", str(launch), "--cfg", "job"], capture_output=True, text=True, timeout=300)
@@ -151,7 +152,7 @@ def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run)
 @pytest.mark.parametrize(("band", "refused"), [((0.125, 0.875), False), ((0.05, 0.95), False),
                                                ((0.25, 0.75), True), ((0.0, 0.875), True)])
 def test_verl_serves_only_bands_its_group_filter_keeps_the_same_groups_of(tmp_path, band, refused):
-    cfg = load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train.model_copy(update={"online_filter": band})
+    cfg = load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml").train.model_copy(update={"online_filter": band})
     augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented", "online_filter": True})
     if refused:
         with pytest.raises(UserError, match=r"'train.online_filter' .* \[0.125, 0.875\]; use that band"):

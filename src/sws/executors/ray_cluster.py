@@ -19,8 +19,8 @@ def require_ray():
     try:
         import ray
     except ImportError:
-        raise UserError("executor.kind is 'ray' but Ray is not installed; `pip install -e .[ray]` "
-                        "(or `make install-ray`), or set executor.kind: local") from None
+        raise UserError("executor.kind is 'ray' but Ray is not installed; `pip install 'sws-rlvr[ray]'` "
+                        "(in a checkout: `make install-ray`), or set executor.kind: local") from None
     return ray
 
 
