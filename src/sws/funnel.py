@@ -136,12 +136,17 @@ def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[
 
 
 def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
+    """`tokens_table` of what the manifests of `stages` record."""
+    return tokens_table({stage: (read_manifest(run_dir, stage) or {}).get("tokens") or {} for stage in stages},
+                        pricing)
+
+
+def tokens_table(used_by_stage: dict[str, tokens.TokenCounts], pricing: dict[str, Any]) -> pl.DataFrame:
     """Per stage that called a model and per role: prompt and completion tokens, completions, and their cost in
     dollars when `pricing` prices the role; then a `total` row (none when no stage recorded tokens)."""
     rows, total = [], {}
-    for stage in stages:
-        manifest = read_manifest(run_dir, stage)
-        for role, used in sorted(((manifest or {}).get("tokens") or {}).items()):
+    for stage, used_by_role in used_by_stage.items():
+        for role, used in sorted(used_by_role.items()):
             rows.append({"step": stage, "role": role, "prompt tokens": used["prompt"],
                          "completion tokens": used["completion"], "completions": used["completions"],
                          "cost ($)": tokens.cost({role: used}, pricing)})

@@ -14,6 +14,7 @@ Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in ro
 from __future__ import annotations
 
 import functools
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,12 +34,14 @@ from sws.artifacts import (
     _running,
     atomic_write,
     config_hash,
+    fingerprint,
     fingerprints,
     interrupts_deferred,
     package_versions,
     read_manifest,
     read_table,
     round_name,
+    skipped_result,
     stale_reason,
     write_json,
     write_parquet,
@@ -47,7 +50,7 @@ from sws.artifacts import (
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
 from sws.executors import Executor, executor_for
-from sws.funnel import funnel_row
+from sws.funnel import FunnelRow, funnel_row
 from sws.run_dir import RunDir
 from sws.stage import Stage
 from sws.world import World, get_world
@@ -100,6 +103,10 @@ class StageOutput:
     completions: Iterable[Completion] = ()
     # Files outside the table layout (a report, an export): path -> writer of a temporary path.
     files: dict[Path, Callable[[Path], None]] = field(default_factory=dict)
+    # The funnel row of a stage that declares `funnel`. True: the runner's (rows in, the first write's rows, the
+    # reasons of its rejected rows, `completions`). A row: the stage's own, where the runner's is not its row
+    # (mix counts only the rows it adds). False: none this time (prepare's is its categorizer's, when it labels).
+    funnel: FunnelRow | bool = True
 
 
 def reads_of(stage: Stage, cfg: PipelineConfig, adapt_round: int) -> dict[str, str]:
@@ -156,7 +163,9 @@ def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict
     for path, write in output.files.items():
         atomic_write(path, write)
     info = dict(output.info)
-    if stage.funnel:
+    if stage.funnel and isinstance(output.funnel, FunnelRow):
+        info["funnel"] = output.funnel.as_info()
+    elif stage.funnel and output.funnel:
         kept = stage.writes[0]
         rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
         info["funnel"] = funnel_row(stage.name, rows_in, output.tables[kept].height,
@@ -184,8 +193,7 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({layout.manifest(stage)} matches; --force reruns it)")
-        tokens.record_done(previous.get("tokens") or {})
-        return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+        return skipped_result(stage, previous)
     if reason is not None and reason.startswith("output"):
         ui.info(f"{stage}: {reason}; running it again")
     if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
@@ -219,7 +227,7 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     missing = [str(p) for p in outputs if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
-    result.seconds = round(time.perf_counter() - started, 3)
+    result.seconds, result.tokens = round(time.perf_counter() - started, 3), used_tokens
     write_json(layout.manifest(stage), {
         "stage": stage, "config_hash": wanted_hash, "inputs": inputs_fp, "outputs": fingerprints(run_dir, outputs),
         "rows": result.rows, "info": result.info, "seconds": result.seconds,
@@ -227,6 +235,15 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
         "versions": package_versions(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
     return result
+
+
+def copy_tables(source: Path | str, target: Path | str, names: Iterable[str]) -> None:
+    """Copies of run `source`'s tables `names` in run `target` (a scratch run); a copy that is already the same
+    is left alone, so the stages that read it stay current, and a table `source` lacks is not copied."""
+    for name in names:
+        original, copy = RunDir(source).table(name), RunDir(target).table(name)
+        if original.exists() and (not copy.exists() or fingerprint(copy) != fingerprint(original)):
+            shutil.copyfile(original, copy)
 
 
 def run(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, **options: Any) -> Any:
