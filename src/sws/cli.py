@@ -169,14 +169,13 @@ def prepare(
     force: ForceOpt = False,
 ) -> None:
     """Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a reason)."""
-    from sws.stages import prepare as stage
 
     run_command(run, config, {
         "prepare.input": str(input) if input else None, "prepare.preset": preset,
         "prepare.problem_field": problem_field, "prepare.answer_field": answer_field,
         "prepare.category_field": category_field, "prepare.id_field": id_field,
         "prepare.categories": [name.strip() for name in categories.split(",")] if categories else None,
-    }, lambda cfg: run_declared(stage, cfg, run, force=force), "prepare")
+    }, lambda cfg: run_one(get_stage("prepare"), cfg, run, force=force), "prepare")
 
 
 @command(epilog="Example: sws ingest --run runs/math --verl-dumps outputs/rollout_data --seed-file train.parquet")
@@ -197,27 +196,25 @@ def ingest(
     force: ForceOpt = False,
 ) -> None:
     """Read another trainer's rollout log into rollouts.parquet, matching every row to a problem."""
-    from sws.stages import ingest as stage
-
     if (verl_dumps is None) == (acc_records is None):
         raise UserError("sws ingest: pass exactly one of --verl-dumps DIR or --acc-records FILE")
     log_format, log_path = ("verl", verl_dumps) if verl_dumps is not None else ("acc_records", acc_records)
     run_command(run, config, {
         "ingest.format": log_format, "ingest.path": str(log_path),
         "ingest.seed_file": str(seed_file) if seed_file else None,
-    }, lambda cfg: run_declared(stage, cfg, run, force=force), "ingest")
+    }, lambda cfg: run_one(get_stage("ingest"), cfg, run, force=force), "ingest")
 
 
 def synthesize(run: Path, steps: str | None, executor: str | None, estimate: bool, config: Path | None, force: bool,
                **options: Any) -> None:
     """Turn the weak problems into new problems with verified reference answers, and print the funnel."""
-    from sws.stages import synthesize as stage
+    from sws.stages.synthesize import parse_steps
 
-    chosen = stage.parse_steps(steps)
-    overrides = {"executor.kind": executor, **option_overrides(get_stage("synthesize"), options)}
-    run_command(run, config, overrides,
-                lambda cfg: run_declared(stage, cfg, run, force=force, steps=chosen if steps or not estimate else None,
-                                      estimate=estimate), "synthesize", chosen)
+    chosen = parse_steps(steps)
+    stage = get_stage("synthesize")
+    run_command(run, config, {"executor.kind": executor, **option_overrides(stage, options)},
+                lambda cfg: run_one(stage, cfg, run, force=force, steps=chosen if steps or not estimate else None,
+                                    estimate=estimate), "synthesize", chosen)
 
 
 synthesize.__signature__ = inspect.Signature([
@@ -261,7 +258,7 @@ def train(
                     lambda cfg: typer.echo(stage.dry_run(cfg, run, kind)), save=False)
         return
     run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
-                lambda cfg: run_declared(stage, cfg, run, force=force, kind=kind))
+                lambda cfg: run_one(get_stage(f"train_{kind}"), cfg, run, force=force))
 
 
 @command("filter", epilog="Example: sws filter --run runs/demo --band 0.25 0.75 --rollouts 8")
@@ -280,11 +277,10 @@ def filter_by_difficulty(
 
     With synthesize.adapt_rounds > 0, problems it never solves first go back to the generator for easier ones
     (rated, labeled and scored in turn), up to that many rounds; filtered.parquet records each one's round."""
-    from sws.stages import filter as stage
 
     run_command(run, config, {"filter.band": list(band) if band else None, "filter.rollouts": rollouts,
                               "executor.kind": executor},
-                lambda cfg: run_declared(stage, cfg, run, force=force), "filter")
+                lambda cfg: run_one(get_stage("filter"), cfg, run, force=force), "filter")
 
 
 @command(epilog="Example: sws export verl --run runs/demo --out runs/demo/verl/train.parquet; "
@@ -311,11 +307,11 @@ def export(
         run_command(run, config, {}, lambda cfg: hf_dataset.export(cfg, run, out or run / "hf", license, push),
                     save=False)
         return
-    from sws.stages import export as stage
 
     if format != "verl":
         raise UserError(f"export format '{format}' is not known; use: sws export verl|hf --run {run}")
-    run_command(run, config, {}, lambda cfg: run_declared(stage, cfg, run, force=force, table=table, out=out, split=split))
+    run_command(run, config, {},
+                lambda cfg: run_one(get_stage("export"), cfg, run, force=force, table=table, out=out, split=split))
 
 
 @command("eval", epilog="Example: sws eval --run runs/demo --k 8")
@@ -331,11 +327,10 @@ def evaluate(
     force: ForceOpt = False,
 ) -> None:
     """Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves."""
-    from sws.stages import eval as stage
 
     run_command(run, config, {"eval.k": k, "eval.benchmarks": benchmarks.split(",") if benchmarks else None,
                               "executor.kind": executor},
-                lambda cfg: run_declared(stage, cfg, run, force=force), "eval")
+                lambda cfg: run_one(get_stage("eval"), cfg, run, force=force), "eval")
 
 
 @command(epilog="Example: sws sample --run runs/demo --role policy --prompt 'Compute 47+85.' -n 4")
@@ -415,7 +410,7 @@ def run_pipeline(
     print_rounds(run)
 
 
-def run_declared(stage: Stage, cfg: PipelineConfig, run: Path, **options: Any) -> Any:
+def run_one(stage: Stage, cfg: PipelineConfig, run: Path, **options: Any) -> Any:
     """Run one declared stage (imported here, so that `sws --help` loads no stage machinery)."""
     from sws import runner
 
@@ -433,7 +428,7 @@ def declared_command(stage: Stage) -> None:
     ]
 
     def run_declared(run: Path, config: Path | None, force: bool, **options: Any) -> None:
-        run_command(run, config, option_overrides(stage, options), lambda cfg: run_declared(stage, cfg, run, force=force),
+        run_command(run, config, option_overrides(stage, options), lambda cfg: run_one(stage, cfg, run, force=force),
                     stage.name)
 
     run_declared.__signature__ = inspect.Signature(parameters)

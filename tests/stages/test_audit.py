@@ -6,10 +6,11 @@ import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, scripted_role, use_engines
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.errors import UserError
-from sws.stages import audit, synthesize
+from sws.stages import audit, score, synthesize
 
 NO_ANSWER = "I cannot finish this."
 
@@ -47,7 +48,7 @@ def test_a_label_the_auditor_contradicts_is_quarantined_with_both_answers(tmp_pa
     write_labeled(tmp_path, {"agrees": "1/2", "contradicts": "103", "half": "7", "silent": "9"})
     engine = ScriptedEngine(lambda request, k: samples[request.fields["problem"]][k])
     use_engines(monkeypatch, {"auditor": engine})
-    result = audit.run(auditor_config(), tmp_path)
+    result = runner.run(audit.STAGE, auditor_config(), tmp_path)
     kept = read_table(tmp_path, "audited")
     rejected = read_parquet(rejected_path(tmp_path, "audited"))
     # 2 of 4 disagreeing is not more than max_disagreement 0.5; no stated answer is no evidence.
@@ -65,7 +66,7 @@ def test_audit_sample_audits_a_seeded_subset_and_passes_the_rest(tmp_path: Path,
     write_labeled(tmp_path, labels)
     engine = ScriptedEngine(lambda request, k: boxed("-1"))
     use_engines(monkeypatch, {"auditor": engine})
-    result = audit.run(auditor_config(sample=4), tmp_path)
+    result = runner.run(audit.STAGE, auditor_config(sample=4), tmp_path)
     kept = read_table(tmp_path, "audited")
     assert len(engine.requests) == 4 and result.info["audited"] == 4
     assert kept.height == 6 and not any(kept["audited"].to_list())
@@ -82,14 +83,14 @@ def test_wrong_label_rate_interval_matches_wilson() -> None:
 
 def test_the_audit_runs_only_with_an_auditor(tmp_path: Path) -> None:
     config = PipelineConfig()
-    assert not audit.is_on(config) and audit.filter_source(config) == "labeled"
+    assert not audit.is_on(config) and score.source(config, 0) == ("labeled",)
     assert "audit" not in synthesize.steps_on(config)
     config.roles.auditor = EngineConfig()
-    assert audit.is_on(config) and audit.filter_source(config, 2) == "adapt/round-2/audited"
+    assert audit.is_on(config) and score.source(config, 2) == ("adapt/round-2/audited",)
     config.audit.enabled = False
     assert not audit.is_on(config)
     forced = PipelineConfig()
     forced.audit.enabled = True
     write_labeled(tmp_path, {"a": "1"})
     with pytest.raises(UserError, match="roles.auditor"):
-        audit.run(forced, tmp_path)
+        runner.run(audit.STAGE, forced, tmp_path)

@@ -18,31 +18,18 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    BOOL,
-    FLOAT,
-    STR,
-    STR_LIST,
-    StageResult,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-)
+from sws.artifacts import BOOL, FLOAT, STR, STR_LIST
 from sws.config import PipelineConfig, require_roles
-from sws.executors import executor_for
-from sws.funnel import write_step_outputs
 from sws.grading import GradingPool, grade_many, group_answers
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.prompts import load_template
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.stages.label import sample_answer
 
@@ -57,63 +44,53 @@ def is_on(cfg: PipelineConfig) -> bool:
     return cfg.audit.enabled if cfg.audit.enabled is not None else cfg.roles.auditor is not None
 
 
-def filter_source(cfg: PipelineConfig, adapt_round: int = 0) -> str:
-    """The table the difficulty filter scores: the audited labels when the audit is on, else the labeled ones."""
-    return round_name("audited" if is_on(cfg) else "labeled", adapt_round)
-
-
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
-    """Audit `labeled` (of adaptive round `adapt_round`) into `audited`."""
-    run_dir = Path(run_dir)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
     require_roles(cfg, ["auditor"], "the pipeline config (audit.enabled is true)")
+    return {"seed": cfg.seed, "auditor": cfg.roles.auditor.model_dump(mode="json"),
+            "prompt": load_template("label", cfg.synthesize.prompt_dir).digest,
+            "audit": cfg.audit.model_dump(mode="json", exclude={"enabled", "policy_disagrees"})}
+
+
+def audit(context: StageContext) -> StageOutput:
+    """The auditor's answers to a sample of the labeled problems; a label it contradicts is quarantined."""
+    cfg, executor = context.cfg, context.executor
     template = load_template("label", cfg.synthesize.prompt_dir)
-    config = {"seed": cfg.seed, "auditor": cfg.roles.auditor.model_dump(mode="json"), "prompt": template.digest,
-              "audit": cfg.audit.model_dump(mode="json", exclude={"enabled", "policy_disagrees"})}
-    source, target = round_name("labeled", adapt_round), round_name("audited", adapt_round)
-
-    def body() -> StageResult:
-        labeled = read_table(run_dir, source)
-        chosen = audit_sample(labeled["syn_id"].to_list(), cfg.audit.sample, cfg.seed)
-        asked = [row for row in labeled.iter_rows(named=True) if row["syn_id"] in chosen]
-        requests = [
-            role_request(cfg.roles.auditor, task="label", fields={"problem": statement},
-                         text=template.render({"problem": statement}), n=cfg.audit.samples,
-                         seed=request_seed(cfg.seed, STEP, row["syn_id"]))
-            for row in asked for statement in [split_solution(row["problem"])[0]]
-        ]
-        executor = executor_for(cfg, run_dir)
-        completions = executor.complete("auditor", cfg.roles.auditor, requests, cfg.synthesize.shard_size,
-                                        "audit answers")
-        answers = [[sample_answer(completion) for completion in samples] for samples in completions]
-        verdicts = executor.map_graded(audit_verdicts, [[row["answer"], sampled]
-                                                        for row, sampled in zip(asked, answers, strict=True)])
-        audits = {row["syn_id"]: (sampled, verdict) for row, sampled, verdict in zip(asked, answers, verdicts,
-                                                                                     strict=True)}
-        kept, rejected = [], []
-        for row in labeled.iter_rows(named=True):
-            sampled, (majority, agreement) = audits.get(row["syn_id"], (None, (None, None)))
-            record = {**row, "audited": sampled is not None, "audit_answer": majority, "audit_answers": sampled,
-                      "audit_agreement": agreement}
-            if agreement is not None and 1 - agreement > cfg.audit.max_disagreement:
-                rejected.append({**record, "reject_reason": REASON})
-            else:
-                kept.append(record)
-        schema = {**labeled.schema, **AUDIT_SCHEMA}
-        result = write_step_outputs(run_dir, STEP, target, labeled.height, pl.DataFrame(kept, schema=schema),
-                                    pl.DataFrame(rejected, schema={**schema, "reject_reason": STR}),
-                                    [completion for samples in completions for completion in samples])
-        judged = sum(agreement is not None for _, (_, agreement) in audits.values())
-        rate = wrong_label_rate(len(rejected), judged)
-        ui.info(f"audit: {len(rejected)} of {judged} audited labels contradicted by the auditor "
-                f"({rate['rate']:.1%}, 95% interval {rate['low']:.1%}-{rate['high']:.1%}); "
-                f"{labeled.height - len(asked)} not audited")
-        result.info |= {"audited": len(asked), "judged": judged, "disagrees": len(rejected),
-                        "wrong_label_rate": rate}
-        return result
-
-    return run_stage(run_dir, round_name(STEP, adapt_round), config=config,
-                     inputs=[table_path(run_dir, source)],
-                     outputs=[table_path(run_dir, target), rejected_path(run_dir, target)], body=body, force=force)
+    labeled = context.table("labeled")
+    chosen = audit_sample(labeled["syn_id"].to_list(), cfg.audit.sample, cfg.seed)
+    asked = [row for row in labeled.iter_rows(named=True) if row["syn_id"] in chosen]
+    requests = [
+        role_request(cfg.roles.auditor, task="label", fields={"problem": statement},
+                     text=template.render({"problem": statement}), n=cfg.audit.samples,
+                     seed=request_seed(cfg.seed, STEP, row["syn_id"]))
+        for row in asked for statement in [split_solution(row["problem"])[0]]
+    ]
+    completions = executor.complete("auditor", cfg.roles.auditor, requests, cfg.synthesize.shard_size,
+                                    "audit answers")
+    answers = [[sample_answer(completion) for completion in samples] for samples in completions]
+    verdicts = executor.map_graded(audit_verdicts, [[row["answer"], sampled]
+                                                    for row, sampled in zip(asked, answers, strict=True)])
+    audits = {row["syn_id"]: (sampled, verdict) for row, sampled, verdict in zip(asked, answers, verdicts,
+                                                                                 strict=True)}
+    kept, rejected = [], []
+    for row in labeled.iter_rows(named=True):
+        sampled, (majority, agreement) = audits.get(row["syn_id"], (None, (None, None)))
+        record = {**row, "audited": sampled is not None, "audit_answer": majority, "audit_answers": sampled,
+                  "audit_agreement": agreement}
+        if agreement is not None and 1 - agreement > cfg.audit.max_disagreement:
+            rejected.append({**record, "reject_reason": REASON})
+        else:
+            kept.append(record)
+    schema = {**labeled.schema, **AUDIT_SCHEMA}
+    judged = sum(agreement is not None for _, (_, agreement) in audits.values())
+    rate = wrong_label_rate(len(rejected), judged)
+    ui.info(f"audit: {len(rejected)} of {judged} audited labels contradicted by the auditor "
+            f"({rate['rate']:.1%}, 95% interval {rate['low']:.1%}-{rate['high']:.1%}); "
+            f"{labeled.height - len(asked)} not audited")
+    return StageOutput(tables={"audited": pl.DataFrame(kept, schema=schema)},
+                       rejected={"audited": pl.DataFrame(rejected, schema={**schema, "reject_reason": STR})},
+                       completions=[completion for samples in completions for completion in samples],
+                       info={"audited": len(asked), "judged": judged, "disagrees": len(rejected),
+                             "wrong_label_rate": rate})
 
 
 def audit_sample(ids: list[str], size: int | None, seed: int) -> set[str]:
@@ -150,7 +127,9 @@ def wrong_label_rate(wrong: int, judged: int) -> dict[str, float]:
     return {"rate": share, "low": max(0.0, centre - half), "high": min(1.0, centre + half), "n": judged}
 
 
-DECLARED = (Stage(
-    STEP, "Check the labels: an auditor solves each labeled problem without seeing its label.", drive=run,
-    reads=("labeled",), writes=("audited",), roles=("auditor",), section="audit", uses_executor=True,
-    synthesis_step=True, funnel=True, command="sws synthesize --steps audit", in_run=False, runs_when=is_on),)
+STAGE = Stage(
+    STEP, "Check the labels: an auditor solves each labeled problem without seeing its label.", audit,
+    reads=("labeled",), writes=("audited",), rejects=("audited",), settings=settings, roles=("auditor",),
+    section="audit", uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --steps audit",
+    in_run=False, runs_when=is_on)
+DECLARED = (STAGE,)

@@ -16,30 +16,21 @@ Two stages, plus the adaptive rounds between them when synthesize.adapt_rounds >
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import polars as pl
 
 from sws import runner, ui
-from sws.artifacts import (
-    INT,
-    StageResult,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-    write_rejected,
-    write_table,
-)
+from sws.artifacts import INT, StageResult, round_name
 from sws.config import PipelineConfig, require_roles
-from sws.errors import UserError
 from sws.llm_calls import shared_engines
 from sws.plots import new_figure, save_figure
 from sws.policy import policy_role
 from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
-from sws.stages import adapt, audit, score
+from sws.stages import adapt, score
 from sws.stages.score import BAND_TOLERANCE
 
 STAGE = "filter"
@@ -51,71 +42,72 @@ POLICY_DISAGREES = "policy_disagrees"
 
 
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    source = audit.filter_source(cfg)
-    if read_table(run_dir, source).height == 0:
-        raise UserError(f"{table_path(run_dir, source)}: no {source} problems to filter; see `sws synthesize`'s "
-                        "funnel for where they were rejected")
+    """Score round 0's labels, run the adaptive rounds, then keep every round's problems in the band."""
     policy_role(cfg, run_dir)  # the initial checkpoint must exist before any adaptive round asks a teacher
-    rounds = range(cfg.synthesize.adapt_rounds + 1)
     if cfg.synthesize.adapt_rounds:
         require_roles(cfg, ("generator", "judges", "labeler"), "synthesize.adapt_rounds")
     with shared_engines():
-        for adapt_round in rounds:
+        for adapt_round in range(cfg.synthesize.adapt_rounds + 1):
             if adapt_round > 0:
                 adapt.run_round(cfg, run_dir, adapt_round, force)
-            runner.run(score.DECLARED[0], cfg, run_dir, force, adapt_round=adapt_round)
-    return keep_band(cfg, run_dir, list(rounds), force)
+            runner.run(score.STAGE, cfg, run_dir, force, adapt_round=adapt_round)
+    return runner.run_stage(BAND, cfg, run_dir, force)
 
 
-def keep_band(cfg: PipelineConfig, run_dir: Path, rounds: list[int], force: bool = False) -> StageResult:
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    return {"band": list(cfg.filter.band), "rollouts": cfg.filter.rollouts,
+            "policy_disagrees": cfg.audit.policy_disagrees}
+
+
+def scored_rounds(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    return tuple(round_name("scored", number) for number in range(cfg.synthesize.adapt_rounds + 1))
+
+
+def accuracy_plot(cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
+    return [run.plots / PLOT_NAME]
+
+
+def keep_band(context: StageContext) -> StageOutput:
     """Every round's scored problems in the band, with their round, into `filtered`; the rest rejected."""
+    cfg = context.cfg
     low, high = cfg.filter.band
-    sources = [round_name("scored", adapt_round) for adapt_round in rounds]
-    outputs = [table_path(run_dir, "filtered"), rejected_path(run_dir, "filtered"), RunDir(run_dir).plots / PLOT_NAME]
-
-    def body() -> StageResult:
-        scored = pl.concat([read_table(run_dir, name).with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
-                            for adapt_round, name in zip(rounds, sources, strict=True)], how="diagonal_relaxed")
-        in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
-        contradicted = (pl.lit(cfg.audit.policy_disagrees) & (pl.col("n") > 0) & (pl.col("n_correct") == 0)
-                        & pl.col("policy_answer").is_not_null()) if "policy_answer" in scored.columns else pl.lit(False)
-        kept, rejected = scored.filter(in_band & ~contradicted), scored.filter(~in_band | contradicted)
-        rejected = rejected.with_columns(
-            pl.when(contradicted)
-            .then(pl.lit(POLICY_DISAGREES))
-            .when(pl.col("accuracy").is_null())
-            .then(pl.lit(UNGRADED))
-            .when(pl.col("accuracy") < low)
-            .then(pl.lit(f"too hard: accuracy below {low:g}"))
-            .otherwise(pl.lit(f"too easy: accuracy above {high:g}"))
-            .alias("reject_reason")
-        )
-        write_table(run_dir, "filtered", kept)
-        write_rejected(run_dir, "filtered", rejected)
-        plot_accuracies(scored["accuracy"].drop_nulls().to_list(), (low, high), cfg.filter.rollouts,
-                        RunDir(run_dir).plots / PLOT_NAME)
-        per_round = {str(adapt_round): int((kept["round"] == adapt_round).sum()) for adapt_round in rounds}
-        added = "" if len(rounds) == 1 else " (per round: " + ", ".join(
-            f"{adapt_round}: {count}" for adapt_round, count in per_round.items()) + ")"
-        ui.info(f"filter: kept {kept.height} of {scored.height} problems with accuracy in [{low:g}, {high:g}]{added}")
-        return StageResult(
-            STAGE,
-            rows={"filtered": kept.height, "filtered.rejected": rejected.height},
-            info={
-                "band": [low, high],
-                "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
-                "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
-                "ungraded": int(scored["accuracy"].is_null().sum()),
-                POLICY_DISAGREES: int((rejected["reject_reason"] == POLICY_DISAGREES).sum()),
-                "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
-                "kept_per_round": per_round,
-            },
-        )
-
-    return run_stage(run_dir, STAGE, config={"band": [low, high], "rollouts": cfg.filter.rollouts,
-                                             "policy_disagrees": cfg.audit.policy_disagrees},
-                     inputs=[table_path(run_dir, name) for name in sources], outputs=outputs, body=body, force=force)
+    rounds = range(len(context.tables))
+    scored = pl.concat([table.with_columns(pl.lit(adapt_round, dtype=INT).alias("round"))
+                        for adapt_round, table in zip(rounds, context.tables.values(), strict=True)],
+                       how="diagonal_relaxed")
+    in_band = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
+    contradicted = (pl.lit(cfg.audit.policy_disagrees) & (pl.col("n") > 0) & (pl.col("n_correct") == 0)
+                    & pl.col("policy_answer").is_not_null()) if "policy_answer" in scored.columns else pl.lit(False)
+    kept, rejected = scored.filter(in_band & ~contradicted), scored.filter(~in_band | contradicted)
+    rejected = rejected.with_columns(
+        pl.when(contradicted)
+        .then(pl.lit(POLICY_DISAGREES))
+        .when(pl.col("accuracy").is_null())
+        .then(pl.lit(UNGRADED))
+        .when(pl.col("accuracy") < low)
+        .then(pl.lit(f"too hard: accuracy below {low:g}"))
+        .otherwise(pl.lit(f"too easy: accuracy above {high:g}"))
+        .alias("reject_reason")
+    )
+    plot = functools.partial(plot_accuracies, scored["accuracy"].drop_nulls().to_list(), (low, high),
+                             cfg.filter.rollouts)
+    per_round = {str(adapt_round): int((kept["round"] == adapt_round).sum()) for adapt_round in rounds}
+    added = "" if len(rounds) == 1 else " (per round: " + ", ".join(
+        f"{adapt_round}: {count}" for adapt_round, count in per_round.items()) + ")"
+    ui.info(f"filter: kept {kept.height} of {scored.height} problems with accuracy in [{low:g}, {high:g}]{added}")
+    return StageOutput(
+        tables={"filtered": kept}, rejected={"filtered": rejected}, files={context.run.plots / PLOT_NAME: plot},
+        rows_in=scored.height,
+        info={
+            "band": [low, high],
+            "too_hard": int((scored["accuracy"] < low - BAND_TOLERANCE).sum()),
+            "too_easy": int((scored["accuracy"] > high + BAND_TOLERANCE).sum()),
+            "ungraded": int(scored["accuracy"].is_null().sum()),
+            POLICY_DISAGREES: int((rejected["reject_reason"] == POLICY_DISAGREES).sum()),
+            "accuracy_counts": {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()},
+            "kept_per_round": per_round,
+        },
+    )
 
 
 def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts: int, path: Path) -> Path:
@@ -131,7 +123,10 @@ def plot_accuracies(accuracies: list[float], band: tuple[float, float], rollouts
     return save_figure(figure, path)
 
 
+BAND = Stage(
+    STAGE, "Keep the scored problems whose accuracy lies in the band.", keep_band, more_reads=scored_rounds,
+    writes=("filtered",), rejects=("filtered",), settings=settings, output_files=accuracy_plot, funnel=True,
+    section="filter", in_run=False)
 DECLARED = (Stage(
     STAGE, "Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.",
-    drive=run, reads=("labeled", "audited"), writes=("filtered",), section="filter", uses_executor=True, funnel=True,
-    command="sws filter"),)
+    drive=run, writes=("filtered",), section="filter", uses_executor=True, command="sws filter"),)

@@ -17,13 +17,15 @@ from pathlib import Path
 import polars as pl
 
 from sws import ui
-from sws.artifacts import StageResult, read_table, round_name, run_stage, table_path, write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion
 from sws.engines.fanout import fan_out
-from sws.executors import executor_for
+from sws.errors import UserError
+from sws.executors import Executor
 from sws.grading import GradingPool, Verdict, graded_count, group_answers
 from sws.policy import Sampling, grade_samples, policy_requests, policy_role, sample_and_grade, sample_policy
+from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput, scoped
 from sws.stage import Stage
 from sws.stages import audit
 from sws.stages.label import sample_answer
@@ -36,49 +38,58 @@ BAND_TOLERANCE = 1e-9
 FILTER_SEED = "filter"
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
-    """The policy's accuracy on round `adapt_round`'s labeled problems, into its `scored` table."""
-    run_dir = Path(run_dir)
-    policy = policy_role(cfg, run_dir)
-    source, target = audit.filter_source(cfg, adapt_round), round_name("scored", adapt_round)
-    config = {
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    return {
         # With waves, when to stop depends on the band; without, the band is the filter step's alone.
         "filter": {**cfg.filter.model_dump(mode="json", exclude={"shard_size", "band", "wave"} if cfg.filter.wave is None
                                            else {"shard_size"}),
                    "max_tokens": cfg.filter_max_tokens},
-        "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
+        "policy": cfg.roles.policy.model_dump(mode="json"), "temperature": cfg.train.temperature,
         "world": cfg.world, "seed": cfg.seed, "policy_disagrees": cfg.audit.policy_disagrees,
     }
-    inputs = [table_path(run_dir, source)] + ([Path(policy.model)] if Path(policy.model).is_dir() else [])
 
-    def body() -> StageResult:
-        labeled = read_table(run_dir, source)
-        problems = list(labeled.select("syn_id", "problem", "answer").iter_rows())
-        if cfg.filter.wave is None:
-            completions = sample_policy(cfg, run_dir, policy, [(key, problem) for key, problem, _ in problems],
-                                        [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
-            [verdicts] = grade_samples(cfg, run_dir, problems, [filter_sampling(cfg)], completions)
-        else:
-            completions, verdicts = sampled_in_waves(cfg, run_dir, policy, problems)
-        counts = pl.DataFrame([graded_count(problem_verdicts) for problem_verdicts in verdicts],
-                              schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
-        unanimous = (executor_for(cfg, run_dir).map_graded(unanimous_answers, [
-            [sample_answer(completion) for completion in samples] for samples in completions])
-            if cfg.audit.policy_disagrees else [None] * labeled.height)
-        scored = pl.concat([labeled, counts], how="horizontal").with_columns(
-            pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
-            pl.Series("policy_answer", unanimous, dtype=pl.Utf8))
-        write_table(run_dir, target, scored)
-        ungraded = sum(map(len, completions)) - int(scored["n"].sum())
-        if ungraded:
-            ui.info(f"filter: {ungraded} policy answers ran out of grading time (grading.deadline_s); they count "
-                    "as ungraded, neither right nor wrong")
-        accuracy_counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
-        return StageResult(round_name(STEP, adapt_round), rows={target: scored.height},
-                           info={"accuracy_counts": accuracy_counts, "ungraded_samples": ungraded})
 
-    return run_stage(run_dir, round_name(STEP, adapt_round), config=config, inputs=inputs,
-                     outputs=[table_path(run_dir, target)], body=body, force=force)
+def policy_model(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    """The policy's folder, whose weights decide the accuracies."""
+    model = Path(policy_role(cfg, run.root).model)
+    return [model] if model.is_dir() else []
+
+
+def source(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """The labels the policy is scored on: the audited ones when the audit is on, else the labeled ones."""
+    return (scoped("audited" if audit.is_on(cfg) else "labeled", adapt_round),)
+
+
+def score(context: StageContext) -> StageOutput:
+    """The policy's accuracy on round `adapt_round`'s labels."""
+    cfg, executor = context.cfg, context.executor
+    policy = policy_role(cfg, context.run.root)
+    [(name, labeled)] = context.tables.items()
+    if labeled.height == 0 and context.adapt_round == 0:
+        raise UserError(f"{context.source(name)}: no {name} problems to filter; see `sws synthesize`'s funnel "
+                        "for where they were rejected")
+    problems = list(labeled.select("syn_id", "problem", "answer").iter_rows())
+    if cfg.filter.wave is None:
+        completions = sample_policy(cfg, executor, policy, [(key, problem) for key, problem, _ in problems],
+                                    [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
+        [verdicts] = grade_samples(cfg, executor, problems, [filter_sampling(cfg)], completions)
+    else:
+        completions, verdicts = sampled_in_waves(cfg, executor, policy, problems)
+    counts = pl.DataFrame([graded_count(problem_verdicts) for problem_verdicts in verdicts],
+                          schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
+    unanimous = (executor.map_graded(unanimous_answers, [
+        [sample_answer(completion) for completion in samples] for samples in completions])
+        if cfg.audit.policy_disagrees else [None] * labeled.height)
+    scored = pl.concat([labeled, counts], how="horizontal").with_columns(
+        pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
+        pl.Series("policy_answer", unanimous, dtype=pl.Utf8))
+    ungraded = sum(map(len, completions)) - int(scored["n"].sum())
+    if ungraded:
+        ui.info(f"filter: {ungraded} policy answers ran out of grading time (grading.deadline_s); they count "
+                "as ungraded, neither right nor wrong")
+    accuracy_counts = {str(k): int(v) for k, v in scored["n_correct"].value_counts(sort=True).iter_rows()}
+    return StageOutput(tables={"scored": scored},
+                       info={"accuracy_counts": accuracy_counts, "ungraded_samples": ungraded})
 
 
 def filter_sampling(cfg: PipelineConfig) -> Sampling:
@@ -86,23 +97,22 @@ def filter_sampling(cfg: PipelineConfig) -> Sampling:
 
 
 def policy_graded_counts(
-    cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, labeled: pl.DataFrame
+    cfg: PipelineConfig, executor: Executor, policy: EngineConfig, labeled: pl.DataFrame
 ) -> list[tuple[int, int]]:
     """Per labeled problem, how many of the policy's `filter.rollouts` samples were graded, and how many of those
     reach the labeled answer."""
-    [verdicts] = sample_and_grade(cfg, run_dir, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
+    [verdicts] = sample_and_grade(cfg, executor, policy, list(labeled.select("syn_id", "problem", "answer").iter_rows()),
                                   [filter_sampling(cfg)], cfg.filter.shard_size, "filter: policy answers")
     return [graded_count(problem_verdicts) for problem_verdicts in verdicts]
 
 
-def sampled_in_waves(cfg: PipelineConfig, run_dir: Path, policy: EngineConfig, problems: list[tuple[str, str, str]]
+def sampled_in_waves(cfg: PipelineConfig, executor: Executor, policy: EngineConfig, problems: list[tuple[str, str, str]]
                      ) -> tuple[list[list[Completion]], list[list[Verdict]]]:
     """The policy's samples of each problem and their verdicts, drawn filter.wave at a time as single-sample
     requests (`fan_out`: seeds seed, seed + 1, ...) until `band_settled`."""
     wave, total = cfg.filter.wave, cfg.filter.rollouts
     requests = policy_requests(cfg, policy, [(key, problem) for key, problem, _ in problems], filter_sampling(cfg))
     singles = [fan_out(request) for request in requests]
-    executor = executor_for(cfg, run_dir)
     answer_check = get_world(cfg.world).answer_check
     drawn: list[list[Completion]] = [[] for _ in problems]
     verdicts: list[list[Verdict]] = [[] for _ in problems]
@@ -153,6 +163,8 @@ def unanimous_answers(sampled: list[list[str | None]], pool: GradingPool) -> lis
     return unanimous
 
 
-DECLARED = (Stage(
-    STEP, "The policy's accuracy on each labeled problem.", drive=run, reads=("labeled", "audited"), writes=("scored",),
-    section="filter", uses_executor=True, command="sws filter", in_run=False),)
+STAGE = Stage(
+    STEP, "The policy's accuracy on each labeled problem.", score, more_reads=source, writes=("scored",),
+    settings=settings, input_files=policy_model, section="filter", uses_executor=True, command="sws filter",
+    in_run=False)
+DECLARED = (STAGE,)
