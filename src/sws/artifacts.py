@@ -441,7 +441,7 @@ class StageResult:
     info: dict[str, Any] = field(default_factory=dict)
     skipped: bool = False
     seconds: float = 0.0
-    tokens: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def fingerprints(run_dir: Path, paths: list[Path]) -> dict[str, str]:

@@ -21,7 +21,7 @@ import polars as pl
 from rich.table import Table
 
 from sws import tokens
-from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
+from sws.artifacts import read_manifest
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -44,29 +44,20 @@ class FunnelRow:
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> FunnelRow:
-        return cls(info["step"], int(info["in"]), int(info["kept"]), dict(info.get("rejected", {})),
+        return cls(info["step"], int(info["in"]), int(info["kept"]), most_first(info.get("rejected", {})),
                    int(info.get("truncated", 0)), int(info.get("completions", 0)))
+
+
+def most_first(counts: dict[str, int]) -> dict[str, int]:
+    """Reject reasons by count, the most frequent first (a manifest keeps them by name)."""
+    return dict(sorted(dict(counts).items(), key=lambda item: (-item[1], item[0])))
 
 
 def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], completions: Iterable[Completion] = ()
                ) -> FunnelRow:
-    counts = Counter(reasons)
     answered = list(completions)
-    return FunnelRow(step, rows_in, kept, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+    return FunnelRow(step, rows_in, kept, most_first(Counter(reasons)),
                      sum(completion.truncated for completion in answered), len(answered))
-
-
-def write_step_outputs(
-    run_dir: Path, step: str, name: str, rows_in: int, kept: pl.DataFrame, rejected: pl.DataFrame,
-    completions: Iterable[Completion] = (),
-) -> StageResult:
-    """Write a synthesis step's kept rows and rejected sidecar; the result carries the step's funnel row, which
-    counts the cut-off ones among the step's `completions`."""
-    write_table(run_dir, name, kept)
-    write_rejected(run_dir, name, rejected)
-    row = funnel_row(step, rows_in, kept.height, rejected["reject_reason"].to_list(), completions)
-    return StageResult(step, rows={name: kept.height, f"{name}.rejected": rejected.height},
-                       info={"funnel": row.as_info()})
 
 
 def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:

@@ -73,5 +73,5 @@ REQUEST = Stage(
 def run_round(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> list[StageResult]:
     """Requests, generate, rate, label and (when on) audit of round `adapt_round` (the policy's scoring follows in
     filter)."""
-    steps = (REQUEST, generate.STAGE, rate.STAGE, label.STAGE, *(audit.DECLARED if audit.is_on(cfg) else ()))
+    steps = (REQUEST, generate.STAGE, rate.STAGE, label.STAGE, *([audit.STAGE] if audit.is_on(cfg) else []))
     return [runner.run(step, cfg, run_dir, force, adapt_round=adapt_round) for step in steps]

@@ -83,16 +83,15 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         if step not in chosen:
             ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
     with shared_engines(), tokens.capped(spending_cap(cfg)):
-        results = [runner.run(declared[step], cfg, run_dir, force) for step in chosen]
-    by_step = dict(zip(chosen, results, strict=True))
-    funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
+        results = {step: runner.run(declared[step], cfg, run_dir, force) for step in chosen}
+    funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results.values()]
     ui.console.print(funnel_table(funnel))
-    if combine.STEP in by_step:
-        generated = by_step.get(generate.STEP)
-        spending = budget_spending(by_step[combine.STEP].info, generated.info if generated else None)
+    if combine.STEP in results:
+        generated = results.get(generate.STEP)
+        spending = budget_spending(results[combine.STEP].info, generated.info if generated else None)
         if spending.height:
             ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
-    used = tokens_table({step: result.tokens for step, result in by_step.items()}, cfg.pricing)
+    used = tokens_table({step: result.tokens for step, result in results.items()}, cfg.pricing)
     if used.height:
         ui.console.print(dataframe_table(used, "tokens per step and role"))
         ui.info(f"synthesize: {per_kept_problem(used, funnel[-1].kept, 'labeled')}")
@@ -100,9 +99,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         ui.info(advice)
     if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:
         ui.info(f"synthesize: no labeled problems in {run_dir}; the funnel above shows where they were dropped")
-    rows = {name: count for result in results for name, count in result.rows.items()}
+    rows = {name: count for result in results.values() for name, count in result.rows.items()}
     return StageResult("synthesize", rows=rows, info={"funnel": [row.as_info() for row in funnel]},
-                       seconds=round(sum(result.seconds for result in results), 3))
+                       seconds=round(sum(result.seconds for result in results.values()), 3))
 
 
 DECLARED = (Stage(
