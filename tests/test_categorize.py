@@ -9,6 +9,7 @@ import yaml
 from _openai_server import MODEL, serving
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_manifest, read_table
 from sws.categorize import END_MARKER, Label, category_list, parse_label
 from sws.cli import app
@@ -113,10 +114,10 @@ def test_categories_given_in_the_input_are_kept_unless_all_are_relabeled(tmp_pat
                     + json.dumps({"problem": "What is 48 - 19?", "answer": "29"}) + "\n")
     run = tmp_path / "run"
     cfg = PipelineConfig.model_validate({"prepare": {"input": str(seed), "categorize": True}})
-    prepare.run(cfg, run)
+    runner.run(prepare.STAGE, cfg, run)
     table = read_table(run, "problems")
     assert table.select("category", "category_source").rows() == [("addition", "input"), ("subtraction", "model")]
-    prepare.run(cfg.model_copy(update={"prepare": cfg.prepare.model_copy(update={"categorize": "all"})}), run)
+    runner.run(prepare.STAGE, cfg.model_copy(update={"prepare": cfg.prepare.model_copy(update={"categorize": "all"})}), run)
     table = read_table(run, "problems")
     assert table.select("category", "category_source").rows() == [("remainders", "model"), ("subtraction", "model")]
 
@@ -125,7 +126,7 @@ def test_a_world_without_a_categorizer_needs_one_set(tmp_path: Path) -> None:
     seed, _ = categoryless_math(tmp_path / "seed.jsonl", 2)
     cfg = PipelineConfig.model_validate({"world": "math", "prepare": {"input": str(seed), "categorize": True}})
     with pytest.raises(UserError, match="roles.categorizer"):
-        prepare.run(cfg, tmp_path / "run")
+        runner.run(prepare.STAGE, cfg, tmp_path / "run")
     assert not (tmp_path / "run" / "problems.parquet").exists()
 
 
@@ -136,7 +137,7 @@ def test_the_arith_oracle_labels_a_categoryless_arith_set_all_right(tmp_path: Pa
     seed = tmp_path / "seed.jsonl"
     seed.write_text("".join(json.dumps({"problem": p.problem, "answer": p.answer}) + "\n" for p in drawn))
     run = tmp_path / "run"
-    prepare.run(PipelineConfig.model_validate({"prepare": {"input": str(seed), "categorize": True}}), run)
+    runner.run(prepare.STAGE, PipelineConfig.model_validate({"prepare": {"input": str(seed), "categorize": True}}), run)
     table = read_table(run, "problems")
     truth = {p.problem: p.category for p in drawn}
     assert table.height == len(truth) and set(table["category_source"]) == {"model"}

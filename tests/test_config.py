@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from word_world import RULES
 
 from sws.config import (
     PipelineConfig,
@@ -144,3 +145,22 @@ def test_a_repeated_key_in_a_pipeline_file_is_refused(tmp_path):
     path.write_text("seed: 1\nidentify: {max_acc: 0.5}\nseed: 2\n")
     with pytest.raises(UserError, match=r"p\.yaml: not valid YAML \(key 'seed' is given twice"):
         load_config(path)
+
+
+def test_teacher_roles_left_out_come_from_the_world_and_a_role_names_its_engine_and_model(tmp_path):
+    assert PipelineConfig().roles.labeler.model_dump(include={"engine", "model"}) == {
+        "engine": "oracle", "model": "arith-oracle"}
+    assert PipelineConfig(world="wordsums").roles.labeler.model_dump(include={"engine", "model"}) == RULES
+    assert PipelineConfig(world="math").roles.labeler is None
+    path = write_yaml(tmp_path / "p.yaml", {"roles": {"auditor": {"model": "checker"}}})
+    with pytest.raises(UserError, match=r"field 'roles\.auditor\.engine': Field required"):
+        load_config(path)
+
+
+def test_the_default_reward_stays_out_of_a_saved_config_so_older_runs_keep_their_hashes(tmp_path):
+    save_run_config(tmp_path, PipelineConfig())
+    assert "reward" not in yaml.safe_load((tmp_path / "config.yaml").read_text())["train"]
+    assert load_run_config(tmp_path).train.reward == "correct"
+    chosen = PipelineConfig.model_validate({"train": {"reward": "brevity"}})
+    save_run_config(tmp_path, chosen)
+    assert load_run_config(tmp_path).train.reward == "brevity"

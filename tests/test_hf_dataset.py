@@ -33,7 +33,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 def config() -> PipelineConfig:
     cfg = PipelineConfig(seed=7)
-    cfg.roles.auditor = EngineConfig(model="other-oracle")
+    cfg.roles.auditor = EngineConfig(engine="oracle", model="other-oracle")
     cfg.synthesize.reference_files = ["/data/bench.jsonl"]
     return cfg
 

@@ -17,7 +17,7 @@ from sws.world import get_world
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 METHOD_ORDER = [
     "prepare", "train initial", "identify", "synthesize", "filter", "mix", "export verl",
-    "train augmented and baseline", "eval", "report",
+    "train baseline and augmented", "eval", "report",
 ]
 
 
@@ -44,12 +44,12 @@ def test_the_self_evolving_preset_has_the_policy_play_every_teacher_role_with_th
 
 
 def later_steps(tmp_path: Path) -> list[str]:
-    return [step.name for step in pipeline.later_round_steps(PipelineConfig(), tmp_path, 2)]
+    return [step.name for step in pipeline.later_round_steps(PipelineConfig(), 2)]
 
 
 def test_a_later_round_wires_its_inputs_then_runs_the_stages_from_identify_on(tmp_path: Path) -> None:
     assert later_steps(tmp_path) == ["round 2 inputs", "identify", "synthesize", "filter", "mix", "export verl",
-                                     "train augmented and baseline", "eval", "report"]
+                                     "train baseline and augmented", "eval", "report"]
 
 
 def summary() -> dict:

@@ -15,7 +15,7 @@ SYNTHESIS = ["extract", "combine", "generate", "rate", "label"]
 @pytest.mark.parametrize("generator, phrase", [
     ({"engine": "openia", "model": "m"}, "engine 'openia' is not known"),
     ({"engine": "openai", "model": "m", "options": {"base_ur": "http://x"}}, "engine option 'base_ur'"),
-    ({"engine": "oracle", "options": {"n_mode": "sometimes"}}, "engine option 'n_mode'"),
+    ({"engine": "oracle", "model": "arith-oracle", "options": {"n_mode": "sometimes"}}, "engine option 'n_mode'"),
 ])
 def test_a_bad_engine_of_a_later_step_is_found_before_the_first(monkeypatch, generator, phrase):
     monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")

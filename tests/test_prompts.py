@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from word_world import WORLD
 
 from sws.errors import UserError
 from sws.prompts import TEMPLATE_NAMES, load_template, parse_template
@@ -89,3 +90,16 @@ def test_generation_and_judge_prompts_ask_for_the_same_properties() -> None:
         assert criterion in generate and criterion in rate
     assert "### problem" in generate
     assert "verdict:" in rate
+
+
+def test_a_world_replaces_the_templates_it_has_and_keeps_the_shipped_others() -> None:
+    label = load_template("label", world="wordsums")
+    assert label.source == str(WORLD.prompt_dir / "label.md")
+    assert "Result: <the number, in words>" in label.render({"problem": "What is one plus one?"})
+    assert load_template("rate", world="wordsums").digest == load_template("rate").digest
+    assert all(load_template(name, world="arith") == load_template(name) for name in TEMPLATE_NAMES)
+
+
+def test_prompt_dir_wins_over_the_worlds_template(tmp_path: Path) -> None:
+    (tmp_path / "label.md").write_text("---\nplaceholders: [problem]\n---\nMine: {{problem}}\n")
+    assert load_template("label", tmp_path, "wordsums").render({"problem": "x"}) == "Mine: x\n"

@@ -16,16 +16,19 @@ from pathlib import Path
 import pytest
 
 from sws.engines import Completion
+from sws.grading import shared_pool
 from sws.parsing import Judgement, split_solution
 from sws.problem_filters import SOLUTION_SIGNS, shows_solution
 from sws.stages.generate import screen_generation
 from sws.stages.label import copies_solution, sample_answer, teacher_label
 from sws.stages.prepare import DATA_DIR
 from sws.stages.rate import TRUNCATED, read_judgement
+from sws.worlds.math.verifier import MathVerifier
 
 FIXTURE = Path(__file__).parent / "fixtures" / "teacher_outputs" / "qwen2.5-coder-1.5b-instruct.jsonl"
 MATH500 = DATA_DIR / "math500.json"
 ROWS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+MATH = MathVerifier()
 
 # Hand labels, by line index of the fixture.
 GENERATIONS_WITH_SOLUTION = {3, 7, 19, 21, 27, 31}  # finished, and the problem is followed by its worked solution
@@ -122,11 +125,11 @@ def score_rules() -> list[Score]:
             signs[name].add(sign(text), False)
     for _, row in indexed("labeler"):
         if row["finish_reason"] == "length":
-            no_answer.add(sample_answer(completion(row)) is None, True)
+            no_answer.add(sample_answer(completion(row), MATH) is None, True)
     for pair in LABEL_PAIRS:
         problem = ROWS[pair[0]]["values"]["problem"]
-        answer, _ = teacher_label([sample_answer(completion(ROWS[index])) for index in pair])
-        copied.add(copies_solution(answer, split_solution(problem)[1]), pair in COPIED_LABELS)
+        answer, _ = teacher_label([sample_answer(completion(ROWS[index]), MATH) for index in pair], shared_pool(MATH))
+        copied.add(copies_solution(answer, split_solution(problem)[1], MATH), pair in COPIED_LABELS)
     return [truncated, kept_whole, no_answer, generation, cut, leak, *signs.values(), judgement, copied]
 
 

@@ -8,7 +8,8 @@ import polars as pl
 from typer.testing import CliRunner
 
 from sws import cli
-from sws.artifacts import SCHEMAS, StageResult, read_table, run_stage, table_path, write_table
+from sws.artifacts import SCHEMAS, read_table, write_table
+from sws.runner import StageContext, StageOutput
 from sws.stage import STAGE_MODULES, Option, Stage, all_stages, producer_of, run_stages, synthesis_steps
 
 
@@ -22,7 +23,7 @@ def test_every_stage_is_named_as_its_module_and_declares_tables_with_schemas() -
 def test_sws_run_runs_the_method_in_order() -> None:
     assert [stage.title or stage.name for stage in run_stages()] == [
         "prepare", "train initial", "identify", "synthesize", "filter", "select", "mix", "mix selected", "export verl",
-        "train augmented and baseline", "train selected", "eval", "report"]
+        "train baseline and augmented", "train selected", "eval", "report"]
     assert [stage.name for stage in synthesis_steps()] == ["extract", "combine", "generate", "rate", "label", "audit"]
 
 
@@ -32,26 +33,19 @@ def test_a_missing_table_names_the_command_that_writes_it() -> None:
     assert producer_of("rollouts") == "sws train initial (or sws ingest)"
 
 
-def count_categories(cfg, run_dir: Path, force: bool = False) -> StageResult:
+def count_categories(context: StageContext) -> StageOutput:
     """A stage a user might add: problems per category."""
-
-    def body() -> StageResult:
-        counts = read_table(run_dir, "problems").group_by("category").len().sort("category")
-        limit = cfg.identify.min_records  # a setting an option of the declaration sets
-        write_table(run_dir, "categories", counts.select(
-            "category", n_problems=pl.col("len").cast(pl.Int64), n_weak=pl.lit(limit, pl.Int64),
-            fail_ratio=pl.lit(0.0), share=pl.lit(0.0)))
-        return StageResult("count-categories", rows={"categories": counts.height})
-
-    return run_stage(run_dir, "count-categories", config={"limit": cfg.identify.min_records},
-                     inputs=[table_path(run_dir, "problems")], outputs=[table_path(run_dir, "categories")],
-                     body=body, force=force)
+    counts = context.table("problems").group_by("category").len().sort("category")
+    limit = context.cfg.identify.min_records  # a setting an option of the declaration sets
+    return StageOutput(tables={"categories": counts.select(
+        "category", n_problems=pl.col("len").cast(pl.Int64), n_weak=pl.lit(limit, pl.Int64),
+        fail_ratio=pl.lit(0.0), share=pl.lit(0.0))})
 
 
 def test_a_declared_stage_gets_its_command_from_the_declaration(tmp_path: Path) -> None:
     cli.declared_command(Stage(
         "count-categories", "Count the problems of each category.", count_categories, reads=("problems",),
-        writes=("categories",), options=(Option("identify.min_records", "Copied into n_weak.", int, "--limit"),)))
+        writes=("categories",), settings=lambda cfg, options: {"limit": cfg.identify.min_records}, options=(Option("identify.min_records", "Copied into n_weak.", int, "--limit"),)))
     write_table(tmp_path, "problems", pl.DataFrame({
         "problem_id": ["a", "b", "c"], "problem": ["1+1", "2+2", "3*3"], "answer": ["2", "4", "9"],
         "category": ["addition", "addition", "multiplication"], "source": ["t"] * 3}))

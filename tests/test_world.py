@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from sws import runner
 from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig
 from sws.engines import Completion, Engine, Request
@@ -19,6 +20,7 @@ from sws.errors import UserError
 from sws.stages import filter as filter_stage
 from sws.stages import identify, prepare, synthesize
 from sws.world import World, get_world, register_world, world_names
+from sws.worlds.math.verifier import MathVerifier
 
 WORDS = ("banana", "orchard", "pistachio", "kumquat", "tangerine", "avocado", "rhubarb", "quince", "apricot",
          "blueberry", "cranberry", "mulberry", "persimmon", "papaya", "guava", "lychee", "coconut", "grape")
@@ -75,6 +77,7 @@ class LettersWorld(World):
     default_roles["judges"] = [{"engine": "lettercount", "model": "rules"}]
     engines = {"lettercount": LettersEngine}
     categories = ("vowels", "consonants")
+    verifier = MathVerifier()  # integer answers in \\boxed{}
 
     def policy_prompt(self, problem: str) -> dict[str, Any]:
         return {"messages": ({"role": "user", "content": problem},)}
@@ -115,7 +118,7 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
     })
     assert cfg.roles.generator.engine == "lettercount"
 
-    prepare.run(cfg, run_dir)
+    runner.run(prepare.STAGE, cfg, run_dir)
     problems = read_table(run_dir, "problems")
     assert set(problems["category"]) == {"vowels", "consonants"}  # the world's spelling of VOWELS
     # The initial run's log: every vowel problem is never solved, every consonant problem always.
@@ -125,7 +128,7 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
         "n": [4] * (2 * problems.height),
         "n_correct": [0 if category == "vowels" else 4 for category in problems["category"] for _ in (1, 2)],
     }))
-    identify.run(cfg, run_dir)
+    runner.run(identify.STAGE, cfg, run_dir)
     categories = read_table(run_dir, "categories")
     assert dict(zip(categories["category"], categories["share"], strict=True)) == {"consonants": 0.0, "vowels": 1.0}
 
@@ -141,6 +144,17 @@ def test_a_third_world_runs_prepare_identify_synthesize_and_filter(tmp_path: Pat
     assert filtered["accuracy"].is_between(0.25, 0.75).all()
 
 
-def test_no_file_under_src_names_the_third_world() -> None:
+@pytest.mark.parametrize("name", ["lettercount", "wordsums"])
+def test_no_file_under_src_names_a_test_world(name: str) -> None:
     source = Path(__file__).resolve().parents[1] / "src"
-    assert not [path for path in source.rglob("*.py") if "lettercount" in path.read_text().lower()]
+    assert not [path for path in source.rglob("*") if path.is_file() and name in path.read_bytes().decode(
+        errors="ignore").lower()]
+
+
+def test_a_world_without_a_verifier_is_refused_when_registered() -> None:
+    class Unverified(World):
+        name = "unverified"
+
+    with pytest.raises(TypeError, match="world 'unverified' sets no verifier"):
+        register_world(Unverified())
+    assert "unverified" not in world_names()

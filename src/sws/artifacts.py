@@ -24,9 +24,9 @@ from typing import Any
 
 import polars as pl
 
-from sws import tokens, ui
+from sws import arms, tokens, ui
 from sws.errors import UserError
-from sws.run_dir import RunDir
+from sws.run_dir import LATER_ROUNDS, RunDir
 from sws.stage import producer_of
 
 STR = pl.Utf8
@@ -36,9 +36,11 @@ BOOL = pl.Boolean
 STR_LIST = pl.List(pl.Utf8)
 FLOAT_LIST = pl.List(pl.Float64)
 
-# `sws train` runs; each writes under `train/<kind>/` (checkpoints, `final/` model, curve).
-TRAIN_KINDS = ("initial", "augmented", "baseline", "selected")
 ROLLOUT_COLUMNS: dict[str, pl.DataType] = {"step": INT, "problem_id": STR, "n": INT, "n_correct": INT}
+EVAL_PROBLEMS: dict[str, pl.DataType] = {
+    "checkpoint": STR, "eval_set": STR, "problem_id": STR, "category": STR,
+    "greedy_correct": BOOL, "n": INT, "n_correct": INT, "k": INT, "problem": STR,
+}
 
 # Key columns of each artifact (DESIGN §3). Artifacts may carry more columns; these must be present and typed.
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
@@ -75,14 +77,15 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     # The selected arm's training set (`select.arm`): seed ∪ selected, mixed as augmented is.
     "selected_mix": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
-    **{f"train/{kind}/curve": {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT}
-       for kind in TRAIN_KINDS},
-    # The initial run's rollouts are `rollouts` (what identify reads); the later runs keep theirs beside them.
-    **{f"train/{kind}/rollouts": ROLLOUT_COLUMNS for kind in TRAIN_KINDS[1:]},
-    "eval/problems": {
-        "checkpoint": STR, "eval_set": STR, "problem_id": STR, "category": STR,
-        "greedy_correct": BOOL, "n": INT, "n_correct": INT, "k": INT, "problem": STR,
-    },
+    # Each arm's curve and rollout log (the initial arm's is `rollouts`, what identify reads).
+    **{arm.curve: {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT} for arm in arms.ARMS},
+    **{arm.rollouts: ROLLOUT_COLUMNS for arm in arms.ARMS},
+    # What `sws eval` samples every checkpoint on (held-out sets, the weak problems, the seed set), then per
+    # checkpoint its answers (`eval/parts/<checkpoint>`) and all of them together.
+    "eval/sets": {"eval_set": STR, "problem_id": STR, "problem": STR, "answer": STR, "category": STR, "k": INT,
+                  "benchmark": BOOL, "held_out": BOOL},
+    **{f"eval/parts/{checkpoint}": EVAL_PROBLEMS for checkpoint in arms.CHECKPOINTS},
+    "eval/problems": EVAL_PROBLEMS,
     "eval/benchmarks": {
         "checkpoint": STR, "eval_set": STR, "category": STR, "n": INT, "pass1": FLOAT, "avg_k": FLOAT,
     },
@@ -100,6 +103,9 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 # concept_sets, synthetic, rated, labeled and scored tables, and manifests of its steps, under adapt/round-<r>/.
 ADAPT_DIR = "adapt"
 ROUND_PREFIX = re.compile(rf"^{ADAPT_DIR}/round-\d+/")
+# A later round of `sws run --rounds N` is a run folder of its own, `rounds/<r>/`; from the run, its tables are
+# named `rounds/<r>/<table>` (`sws.run_dir.in_round`).
+LATER_ROUND_PREFIX = re.compile(rf"^{LATER_ROUNDS}/\d+/")
 
 
 def round_name(name: str, adapt_round: int) -> str:
@@ -108,8 +114,9 @@ def round_name(name: str, adapt_round: int) -> str:
 
 
 def artifact_kind(name: str) -> str:
-    """The artifact a (possibly per-round) table name holds: adapt/round-2/labeled -> labeled."""
-    return ROUND_PREFIX.sub("", name)
+    """The artifact a (possibly per-round) table name holds: adapt/round-2/labeled -> labeled,
+    rounds/2/weakness -> weakness."""
+    return ROUND_PREFIX.sub("", LATER_ROUND_PREFIX.sub("", name))
 
 
 def table_path(run_dir: Path, name: str) -> Path:
@@ -274,8 +281,18 @@ def write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
+def json_text(obj: Any) -> str:
+    """`obj` as sws writes JSON files (manifests, summary.json): indented, keys sorted."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+
+
 def write_json(path: Path, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    write_text(path, json_text(obj))
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """`rows` as JSON Lines, one object a line."""
+    write_text(path, "".join(json.dumps(row) + "\n" for row in rows))
 
 
 def write_table(run_dir: Path, name: str, df: pl.DataFrame) -> Path:
@@ -325,7 +342,8 @@ def read_table(run_dir: Path, name: str) -> pl.DataFrame:
     """Read and validate artifact `name`; a missing file names the command that makes it."""
     path = table_path(run_dir, name)
     if not path.exists():
-        producer = "sws filter" if ROUND_PREFIX.match(name) else producer_of(name)
+        producer = ("sws filter" if ROUND_PREFIX.match(name) else "sws run PIPELINE --rounds N"
+                    if LATER_ROUND_PREFIX.match(name) else producer_of(name))
         raise UserError(f"{path}: not found; run `{producer} --run {run_dir}` first")
     df = read_parquet(path)
     check_schema(df, name, path)

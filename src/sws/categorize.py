@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import polars as pl
 
 from sws.config import PipelineConfig, require_roles
 from sws.engines.base import Completion
 from sws.errors import UserError
-from sws.executors import executor_for
+from sws.executors import Executor
 from sws.funnel import FunnelRow, funnel_row
 from sws.llm_calls import request_seed, role_request
 from sws.prompts import load_template
@@ -76,17 +75,16 @@ def category_list(cfg: PipelineConfig) -> list[str]:
     return listed
 
 
-def label_problems(cfg: PipelineConfig, run_dir: Path, ids: list[str], problems: list[str], description: str
+def label_problems(cfg: PipelineConfig, executor: Executor, ids: list[str], problems: list[str], description: str
                    ) -> tuple[list[Label | None], list[Completion]]:
     """Per problem its label (None: no reply counted after the retries), and every completion it took."""
     require_roles(cfg, ["categorizer"], "the pipeline config")
     role = cfg.roles.categorizer
     categories = category_list(cfg)
-    template = load_template("categorize")
+    template = load_template("categorize", world=cfg.world)
     listing = "\n".join(f"- {category}" for category in categories)
     labels: list[Label | None] = [None] * len(problems)
     answered: list[Completion] = []
-    executor = executor_for(cfg, run_dir)
     for attempt in range(cfg.prepare.categorize_retries + 1):
         asked = [index for index, label in enumerate(labels) if label is None]
         if not asked:
@@ -118,7 +116,7 @@ class Categorizer:
     asked."""
 
     cfg: PipelineConfig
-    run_dir: Path
+    executor: Executor
     description: str
     asked: int = 0
     labeled: int = 0
@@ -131,7 +129,7 @@ class Categorizer:
             return table
         table = table.with_row_index("_row")
         wanted = table if mode == "all" else table.filter(pl.col("category") == UNCATEGORIZED)
-        labels, completions = label_problems(self.cfg, self.run_dir, wanted["problem_id"].to_list(),
+        labels, completions = label_problems(self.cfg, self.executor, wanted["problem_id"].to_list(),
                                              wanted["problem"].to_list(), self.description)
         self.asked += wanted.height
         self.labeled += sum(label is not None for label in labels)

@@ -236,10 +236,10 @@ command(epilog="Example: sws synthesize --run runs/demo --steps extract,combine 
 
 @command(epilog="Example: sws train initial --run runs/demo --steps 200")
 def train(
-    kind: Annotated[str, typer.Argument(help="initial (seed set, writes rollouts.parquet), augmented, baseline, or "
-                                        "selected (seed ∪ selected, select.arm).")],
+    kind: Annotated[str, typer.Argument(help="The arm (sws.arms): initial (seed set, writes rollouts.parquet), "
+                                        "baseline, augmented, or selected (seed ∪ selected, select.arm).")],
     run: RunOpt,
-    steps: Annotated[int | None, typer.Option(help="GRPO steps (default: train.<kind>_steps, 200).")] = None,
+    steps: Annotated[int | None, typer.Option(help="GRPO steps (default: the arm's train.<...>_steps, 200).")] = None,
     config: PipelineOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Start over instead of resuming or skipping.")] = False,
     dry_run: Annotated[
@@ -247,18 +247,17 @@ def train(
                            "and its inputs) and print its command without running it.")
     ] = False,
 ) -> None:
-    """GRPO-train a policy: initial on the seed set; augmented, baseline or selected continuing from initial."""
-    from sws.artifacts import TRAIN_KINDS
-    from sws.stages import train as stage
+    """GRPO-train a policy: initial on the seed set; baseline, augmented or selected continuing from initial."""
+    from sws.arms import arm
 
-    if kind not in TRAIN_KINDS:
-        raise UserError(f"training kind '{kind}' is not known; use one of: {', '.join(TRAIN_KINDS)}")
+    trained = arm(kind)
+    overrides = {f"train.{trained.steps_field}": steps}
     if dry_run:
-        run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
-                    lambda cfg: typer.echo(stage.dry_run(cfg, run, kind)), save=False)
+        from sws.stages.train import dry_run as write_launch
+
+        run_command(run, config, overrides, lambda cfg: typer.echo(write_launch(cfg, run, trained.name)), save=False)
         return
-    run_command(run, config, {f"train.{stage.STEP_FIELDS[kind]}": steps},
-                lambda cfg: run_one(get_stage(f"train_{kind}"), cfg, run, force=force))
+    run_command(run, config, overrides, lambda cfg: run_one(get_stage(f"train_{trained.name}"), cfg, run, force=force))
 
 
 @command("filter", epilog="Example: sws filter --run runs/demo --band 0.25 0.75 --rollouts 8")

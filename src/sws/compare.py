@@ -18,10 +18,11 @@ from pathlib import Path
 
 from rich.table import Table
 
+from sws import arms
 from sws.config import load_config
 from sws.errors import UserError
 from sws.run_dir import RunDir
-from sws.stages.eval import HEADLINE_CHECKPOINTS, read_summary
+from sws.stages.eval import read_summary
 
 # summary.json prefix -> what it measures: the weak problems and (arith) fresh problems of their families, each by
 # the greedy answer and by the share of k samples right.
@@ -32,13 +33,10 @@ TABLE_TITLES = {"weak_solved": "Previously weak problems solved (greedy)",
                 "weak_avg_k": "Previously weak problems: share of k samples right (Avg@k)",
                 "weak_like_solved": "Fresh problems of the weak problems' families solved (weak_like, greedy)",
                 "weak_like_avg_k": "Fresh problems of the weak problems' families (weak_like, Avg@k)"}
-# The arms compared, ahead − behind: synthesis against the same-steps baseline, and, where a run trained the
-# selected arm (select.arm), selection against the baseline and synthesis against selection.
-PAIRS = (("augmented", "baseline"), ("selected", "baseline"), ("augmented", "selected"))
-SHORT = {"augmented": "aug", "baseline": "base", "selected": "sel"}
-ARM_NAMES = {"augmented": "augmented", "baseline": "the baseline", "selected": "selected"}
-CAPTIONS = {"augmented": "aug − base: augmented − baseline, in points",
-            "selected": "sel: the selected arm (seed ∪ pool problems nearest the weak ones)"}
+# How the table and the verdict name each arm (`sws.arms`).
+SHORT = {arm.name: arm.short for arm in arms.ARMS}
+CALLED = {arm.name: arm.called or arm.name for arm in arms.ARMS}
+CAPTIONS = {arm.name: arm.caption for arm in arms.ARMS if arm.caption}
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,9 @@ class Gap:
         return f"{SHORT[self.ahead]} − {SHORT[self.behind]}"
 
 
-GAPS = tuple(Gap(ahead, behind, prefix) for ahead, behind in PAIRS for prefix in GAP_NAMES)
+# The arms compared, ahead − behind (`sws.arms.differences`): synthesis against the same-steps baseline, and,
+# where a run trained the selected arm (select.arm), selection against the baseline and synthesis against selection.
+GAPS = tuple(Gap(ahead, behind, prefix) for ahead, behind in arms.differences() for prefix in GAP_NAMES)
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def run_results(runs: list[Path]) -> list[RunResult]:
 def run_result(run_dir: Path) -> RunResult:
     """The overall shares and differences of one evaluated run; a UserError names what is missing."""
     summary = read_summary(run_dir)
-    for checkpoint in ("baseline", "augmented"):
+    for checkpoint in reversed(arms.HEADLINE):
         if f"weak_solved_{checkpoint}" not in summary:
             raise UserError(f"{RunDir(run_dir).summary}: field 'weak_solved_{checkpoint}' missing; train it "
                             f"(`sws train {checkpoint} --run {run_dir}`), then rerun `sws eval --run {run_dir}`")
@@ -109,7 +109,7 @@ def run_result(run_dir: Path) -> RunResult:
         run=Path(run_dir),
         seed=(load_config(RunDir(run_dir).config, paths_relative_to_file=False).seed
               if RunDir(run_dir).config.is_file() else None),
-        solved={prefix: {checkpoint: overall(prefix, checkpoint) for checkpoint in HEADLINE_CHECKPOINTS
+        solved={prefix: {checkpoint: overall(prefix, checkpoint) for checkpoint in arms.NAMES
                          if f"{prefix}_{checkpoint}" in summary} for prefix in GAP_NAMES},
         gaps={difference: gap(difference) for difference in GAPS},
         machine=machine_of(summary),
@@ -168,7 +168,7 @@ def comparison_table(results: list[RunResult], measure: str = "weak_solved") -> 
     mean, standard deviation and SEM, and for the differences whether the mean exceeds two SEM. A checkpoint no
     run evaluated, and a difference no run measured, are left out (the selected arm, in runs without
     select.arm)."""
-    shown_arms = [name for name in HEADLINE_CHECKPOINTS if any(name in result.solved[measure] for result in results)]
+    shown_arms = [name for name in arms.NAMES if any(name in result.solved[measure] for result in results)]
     shown_gaps = [gap for gap in GAPS
                   if gap.prefix == measure and any(result.gaps[gap] is not None for result in results)]
     # (title, one value per run, how a value and the mean are shown, how the sd is shown)
@@ -204,10 +204,10 @@ def verdict(results: list[RunResult]) -> str:
         found = spread(gaps)
         if found.mean is None:
             if gap == GAPS[0]:
-                lines.append("no run measured augmented − baseline: none had weak problems")
+                lines.append(f"no run measured {gap.ahead} − {gap.behind}: none had weak problems")
             continue
         ahead = sum(value > 0 for value in gaps if value is not None)
-        line = (f"{GAP_NAMES[gap.prefix]}: {gap.ahead} ahead of {ARM_NAMES[gap.behind]} in {ahead} of {found.n} "
+        line = (f"{GAP_NAMES[gap.prefix]}: {gap.ahead} ahead of {CALLED[gap.behind]} in {ahead} of {found.n} "
                 f"runs; mean {points(found.mean)} points")
         if found.sem is not None:
             beyond = "above" if found.above_two_sem else "not above"

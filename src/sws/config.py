@@ -24,6 +24,8 @@ from pydantic import (
 )
 
 from sws import safe_yaml
+from sws.arms import CHECKPOINTS
+from sws.arms import NAMES as ARM_NAMES
 from sws.artifacts import write_text
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -38,8 +40,8 @@ class Section(BaseModel):
 class EngineConfig(Section):
     """One role's model: which engine runs it, which model, engine options and default sampling."""
 
-    engine: str = "oracle"
-    model: str = "arith-oracle"
+    engine: str
+    model: str
     options: dict[str, Any] = Field(default_factory=dict)
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -262,12 +264,17 @@ class TrlConfig(Section):
     device_memory_gb: float | None = Field(None, gt=0)
 
 
+DEFAULT_REWARD = "correct"
+
+
 class TrainConfig(Section):
     """`sws train`: GRPO settings (TRL or verl); `extra` passes further `trl.GRPOConfig` fields through unchanged."""
 
     trainer: Literal["trl", "verl"] = "trl"
     # Outside the arith world: the model `sws train initial` starts from (HF id or folder).
     init_model: str = ""
+    # The reward, by its registered name (`sws.training.rewards`); `correct`: 1 for a right final answer, else 0.
+    reward: str = DEFAULT_REWARD
     initial_steps: int = Field(200, ge=1)
     augmented_steps: int = Field(200, ge=1)
     # None: as many as augmented_steps, the comparison the paper makes.
@@ -302,6 +309,15 @@ class TrainConfig(Section):
             raise ValueError(f"need 0 <= low <= high <= 1, got {list(band)}; give two accuracies like [0.125, 0.875]")
         return band
 
+    @model_serializer(mode="wrap")
+    def _reward_only_when_chosen(self, handler: Any) -> dict[str, Any]:
+        """`reward` is left out while it is the default, so the configs of runs from before rewards could be
+        chosen, and the hashes of the stages that read them (training, the report), stay what they were."""
+        data = handler(self)
+        if data.get("reward") == DEFAULT_REWARD:
+            del data["reward"]
+        return data
+
 
 class BenchmarkConfig(Section):
     """One entry of `eval.benchmarks` written as a mapping: a shipped or world set by `name`, or a `file` (JSON,
@@ -320,9 +336,8 @@ class EvalConfig(Section):
     set. `base` among the checkpoints is train.init_model, before any training."""
 
     benchmarks: list[str | BenchmarkConfig] = Field(default_factory=lambda: ["arith"])
-    checkpoints: list[Literal["base", "start", "initial", "baseline", "augmented", "selected"]] = Field(
-        default_factory=lambda: ["start", "initial", "baseline", "augmented", "selected"]
-    )
+    # Of `sws.arms.CHECKPOINTS`: `start` (the policy the world builds, when built) and every arm.
+    checkpoints: list[Literal[CHECKPOINTS]] = Field(default_factory=lambda: ["start", *ARM_NAMES])
     # The seed set under every checkpoint gives each training set's teachability in the report.
     seed_set: bool = True
     k: int = Field(8, ge=1)
@@ -552,7 +567,8 @@ def error_text(error: Any, prefix: tuple[str, ...] = ()) -> str:
 
 
 def _first_error(exc: ValidationError, source: Path | str) -> UserError:
-    error = exc.errors()[0]
+    # A misspelt key also leaves the field it meant missing; naming the misspelling says what to fix.
+    error = next((error for error in exc.errors() if error["type"] == "extra_forbidden"), exc.errors()[0])
     if error["type"] == "value_error" and not error["loc"]:  # a whole-config rule, which words its own message
         return UserError(f"{source}: {error['ctx']['error']}")
     return UserError(f"{source}: {error_text(error)}")

@@ -4,15 +4,17 @@ A step's `truncated` counts its completions that hit max_tokens (of `completions
 which role's max_tokens to raise.
 
 Each synthesis step stores its row as `info["funnel"]` of its StageResult, which `run_stage` keeps in the
-step's manifest; `read_funnel` collects them for the report, `funnel_table` renders them with rich.
+step's manifest; `read_funnel` collects them for the report, `funnel_table` renders them with rich. The readers
+of manifests here take the run's folder or a reader of its manifests (`sws.runner.StageContext.manifest`).
 `budget_spending` shows per category how its share of the budget was spent, from combine's `spending` and
 generate's `per_category` counts.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,13 @@ from sws.artifacts import read_manifest
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.run_dir import RunDir
+
+# A run's manifests: its folder, or a reader of a stage's manifest by the stage's name.
+Manifests = Path | Callable[[str], "dict[str, Any] | None"]
+
+
+def manifest_reader(manifests: Manifests) -> Callable[[str], dict[str, Any] | None]:
+    return manifests if callable(manifests) else functools.partial(read_manifest, manifests)
 
 
 @dataclass(frozen=True)
@@ -60,17 +69,19 @@ def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], compl
                      sum(completion.truncated for completion in answered), len(answered))
 
 
-def read_funnel(run_dir: Path, steps: Sequence[str]) -> list[FunnelRow]:
+def read_funnel(manifests: Manifests, steps: Sequence[str]) -> list[FunnelRow]:
     """The funnel rows kept in the manifests of `steps` (steps never run are left out)."""
+    manifest_of = manifest_reader(manifests)
     rows = []
     for step in steps:
-        manifest = read_manifest(run_dir, step)
+        manifest = manifest_of(step)
         if manifest is not None and "funnel" in manifest["info"]:
             try:
                 rows.append(FunnelRow.from_info(manifest["info"]["funnel"]))
             except (KeyError, TypeError, ValueError):
-                raise UserError(f"{RunDir(run_dir).manifest(step)}: field 'info.funnel' is not the funnel row sws "
-                                f"writes; delete the file and rerun the step") from None
+                where = f"manifest of {step}" if callable(manifests) else RunDir(manifests).manifest(step)
+                raise UserError(f"{where}: field 'info.funnel' is not the funnel row sws writes; delete the file "
+                                "and rerun the step") from None
     return rows
 
 
@@ -91,9 +102,10 @@ def budget_spending(combine_info: dict[str, Any], generate_info: dict[str, Any] 
     return pl.DataFrame(rows, schema=schema).rename(SPENDING_COLUMNS)
 
 
-def read_budget_spending(run_dir: Path, combine_step: str, generate_step: str) -> pl.DataFrame | None:
+def read_budget_spending(manifests: Manifests, combine_step: str, generate_step: str) -> pl.DataFrame | None:
     """`budget_spending` from the steps' manifests; None before combine ran."""
-    combine, generate = read_manifest(run_dir, combine_step), read_manifest(run_dir, generate_step)
+    manifest_of = manifest_reader(manifests)
+    combine, generate = manifest_of(combine_step), manifest_of(generate_step)
     if combine is None or "spending" not in combine.get("info", {}):
         return None
     return budget_spending(combine["info"], generate["info"] if generate else None)
@@ -126,10 +138,10 @@ def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[
             for row in rows if row.truncated]
 
 
-def token_usage(run_dir: Path, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
+def token_usage(manifests: Manifests, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
     """`tokens_table` of what the manifests of `stages` record."""
-    return tokens_table({stage: (read_manifest(run_dir, stage) or {}).get("tokens") or {} for stage in stages},
-                        pricing)
+    manifest_of = manifest_reader(manifests)
+    return tokens_table({stage: (manifest_of(stage) or {}).get("tokens") or {} for stage in stages}, pricing)
 
 
 def tokens_table(used_by_stage: dict[str, tokens.TokenCounts], pricing: dict[str, Any]) -> pl.DataFrame:

@@ -1,25 +1,23 @@
-"""Answer extraction and math-verify equivalence, run in spawned worker processes with a hard deadline per pair.
+"""Grading with a world's verifier (`sws.verifier`), in spawned worker processes with a hard deadline per pair.
 
-math-verify turns LaTeX into SymPy, and SymPy can run for ever on hostile input (`9^{9^{9^{9}}}`) inside C code
-that no signal interrupts; its own timeout also relies on `signal.alarm`, which only works in a main thread.
-So every comparison runs in a worker process of a `GradingPool`: a pair that misses its deadline (or whose
-worker dies) is left ungraded, and its worker is killed and replaced. A verdict is True (equivalent), False (not
-shown equivalent, or no prediction) or None (ungraded): a comparison that ran out of time says nothing about the
-answer, so callers leave it out of their counts rather than count it wrong. Two cheap cases skip math-verify:
-identical normalised spellings are equivalent, and two plain integers are compared as integers in the calling
-process.
+A verifier's comparison may run for ever (math-verify hands LaTeX to SymPy, which can loop inside C code that no
+signal interrupts; its own timeout also relies on `signal.alarm`, which only works in a main thread). So every
+comparison runs in a worker process of a `GradingPool`: a pair that misses its deadline (or whose worker dies)
+is left ungraded, and its worker is killed and replaced. A verdict is True (equivalent), False (not shown
+equivalent, or no answer) or None (ungraded): a comparison that ran out of time says nothing about the answer,
+so callers leave it out of their counts rather than count it wrong. Answers of the same spelling
+(`Verifier.spelling`), and pairs the verifier decides cheaply (`Verifier.quick_verdict`), are graded in the
+calling process.
 
-Answers are strings as `extract_answer` returns them (not whole model outputs); a gold answer or prediction
-without math delimiters is wrapped in `$…$` before parsing, since math-verify finds nothing in bare LaTeX.
+A pool grades with one verifier, sent to its workers by reference; the helpers below take the pool.
+Only the standard library is imported: verl's reward module grades where sws's dependencies are not installed.
 """
 
 from __future__ import annotations
 
 import atexit
-import logging
 import multiprocessing
 import os
-import re
 import signal
 import threading
 import time
@@ -29,6 +27,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from sws.verifier import Verifier
+
 DEFAULT_DEADLINE_S = 5.0
 WORKER_START_TIMEOUT_S = 120.0
 _READY = "ready"
@@ -36,136 +36,19 @@ _READY = "ready"
 # True: equivalent; False: not shown equivalent (or no prediction); None: ungraded (deadline passed, worker died).
 Verdict = bool | None
 
-# ---------------------------------------------------------------- extraction
 
-_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
-_DOLLAR_DELIMITED = re.compile(r"\$+(?P<inner>.*?)(?<!\\)\$+", re.DOTALL)
-
-
-def _without_dollar_delimiters(text: str) -> str:
-    delimited = _DOLLAR_DELIMITED.fullmatch(text)
-    return delimited.group("inner") if delimited else text
-
-
-_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-_BARE_BOX_ARGUMENT = re.compile(r"\s+([^\s$]+)")
-# Fallbacks when no box is present, in this order: "… answer is X" / "Answer: X" / "answer = X" (the last such
-# phrase in the text), then GSM8K's "#### X". X runs to the end of its line.
-_ANSWER_PHRASE = re.compile(r"\banswer\s*(?:is\b|:|=)", re.IGNORECASE)
-_GSM8K_MARKER = re.compile(r"####")
-
-
-def extract_answer(text: str) -> str | None:
-    """The final answer stated in a model output, or None when it states none.
-
-    The argument of the last `\\boxed{…}` or `\\fbox{…}` (nested braces; `\\boxed 5` also works). A last box
-    left unclosed (a truncated output) gives None. Without any box, the fallbacks are the last "the answer is X"
-    (also "Answer: X", "final answer = X"), then the last GSM8K-style "#### X". Surrounding `$` and trailing
-    punctuation are stripped.
-    """
-    if not text:
-        return None
-    boxes = list(_BOX_COMMAND.finditer(text))
-    if boxes:
-        return _clean(_box_argument(text, boxes[-1].end()))
-    for pattern in (_ANSWER_PHRASE, _GSM8K_MARKER):
-        matches = list(pattern.finditer(text))
-        if matches:
-            return _clean(text[matches[-1].end() :].split("\n", 1)[0])
-    return None
-
-
-def _box_argument(text: str, start: int) -> str | None:
-    """The argument of a box command ending at `start`: a balanced `{…}` group or a bare token."""
-    position = start
-    while position < len(text) and text[position] == " ":
-        position += 1
-    if position < len(text) and text[position] == "{":
-        return _braced_group(text, position)
-    bare = _BARE_BOX_ARGUMENT.match(text, start)
-    return bare.group(1) if bare else None
-
-
-def _braced_group(text: str, open_at: int) -> str | None:
-    """Contents of the brace group opening at `open_at`, skipping escaped `\\{` `\\}`; None if never closed."""
-    depth = 0
-    position = open_at
-    while position < len(text):
-        char = text[position]
-        if char == "\\":
-            position += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : position]
-        position += 1
-    return None
-
-
-def _clean(answer: str | None) -> str | None:
-    if answer is None:
-        return None
-    return _without_dollar_delimiters(answer.strip().rstrip(".,;").strip()).strip() or None
-
-
-# ---------------------------------------------------------------- equivalence
-
-
-def normalize_answer(answer: str) -> str:
-    """The spelling used for the fast path and for grouping: no whitespace, no surrounding `$…$`."""
-    return _without_dollar_delimiters(re.sub(r"\s+", "", answer))
-
-
-_PLAIN_INTEGER = re.compile(r"(?P<sign>[+-]?)0*(?P<digits>\d+)")
-
-
-def _integer_spelling(answer: str) -> str | None:
-    """One spelling per integer (`+007` -> `7`, `-0` -> `0`) for plain integers, else None.
-
-    Compared as text, so a 10,000-digit answer costs no int conversion (which Python limits to 4,300 digits).
-    """
-    match = _PLAIN_INTEGER.fullmatch(normalize_answer(answer))
-    if match is None:
-        return None
-    digits = match.group("digits").lstrip("0") or "0"
-    return f"-{digits}" if match.group("sign") == "-" and digits != "0" else digits
-
-
-def _as_math(answer: str) -> str:
-    """The answer with math delimiters, which math-verify needs to find LaTeX (`\\$` is a dollar sign, not one)."""
-    if _UNESCAPED_DOLLAR.search(answer) or "\\boxed" in answer or "\\(" in answer or "\\[" in answer:
-        return answer
-    return f"${answer}$"
-
-
-def _math_verify_equivalent(gold: str, pred: str, step_timeout_s: int) -> bool:
-    """What a worker runs: math-verify parse of both sides, then verify with gold first."""
-    from math_verify import parse, verify
-
-    gold_parsed = parse(_as_math(gold), parsing_timeout=step_timeout_s)
-    pred_parsed = parse(_as_math(pred), parsing_timeout=step_timeout_s)
-    if not gold_parsed or not pred_parsed:
-        return False
-    return bool(verify(gold_parsed, pred_parsed, timeout_seconds=step_timeout_s))
-
-
-def _worker_main(connection: Connection, step_timeout_s: int) -> None:
+def _worker_main(connection: Connection, verifier: Verifier, deadline_s: float) -> None:
     # The parent owns interruption: Ctrl-C kills workers through the pool, not with a traceback from each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # math-verify logs every timeout with the whole input; the pool counts timeouts instead.
-    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-    # Warm up imports and parser tables before announcing readiness, so deadlines measure grading only.
-    _math_verify_equivalent("x^2+\\frac{1}{2}", "0.5+x^2", step_timeout_s)
+    # Set up before announcing readiness, so deadlines measure grading only.
+    verifier = verifier.in_worker(deadline_s)
     try:
         connection.send(_READY)
         while True:
             gold, pred = connection.recv()
             try:
-                verdict = _math_verify_equivalent(gold, pred, step_timeout_s)
-            except Exception:  # math-verify or SymPy choking on an answer means "not shown equivalent"
+                verdict = verifier.equivalent(gold, pred)
+            except Exception:  # a verifier choking on an answer means "not shown equivalent"
                 verdict = False
             connection.send(verdict)
     except (EOFError, OSError):  # the parent closed its end; a reset when it never read our last message
@@ -184,21 +67,22 @@ class _Worker:
 
 
 class GradingPool:
-    """Spawned worker processes that grade (gold, pred) pairs, each within `deadline_s` of wall-clock time."""
+    """Spawned worker processes that grade (gold, pred) pairs with `verifier`, each within `deadline_s` of
+    wall-clock time."""
 
     # Each worker gets its next pair before it finishes the current one, so it never waits for the parent. Only
     # short pairs are sent ahead: a long one could fill the pipe and block the parent while a deadline runs out.
     PAIRS_IN_FLIGHT = 2
     SEND_AHEAD_MAX_CHARS = 4096
 
-    def __init__(self, workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+    def __init__(self, verifier: Verifier, workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+                 ) -> None:
         workers = default_workers() if workers is None else workers
         if workers < 1 or deadline_s <= 0:
             raise ValueError("a GradingPool needs at least one worker and a positive deadline")
+        self.verifier = verifier
         self.n_workers = workers
         self.deadline_s = deadline_s
-        # math-verify's own signal timeouts end most slow comparisons gracefully; the kill is the backstop.
-        self._step_timeout_s = max(1, int(deadline_s // 2))
         self._context = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
@@ -211,15 +95,8 @@ class GradingPool:
             verdicts: list[Verdict] = [None] * len(pairs)
             pending: deque[int] = deque()
             for index, (gold, pred) in enumerate(pairs):
-                if pred is None or not normalize_answer(pred) or not normalize_answer(gold):
-                    verdicts[index] = False
-                elif normalize_answer(gold) == normalize_answer(pred):
-                    verdicts[index] = True
-                elif (gold_integer := _integer_spelling(gold)) is not None and (
-                    pred_integer := _integer_spelling(pred)
-                ) is not None:
-                    verdicts[index] = gold_integer == pred_integer
-                else:
+                verdicts[index] = self._verdict_here(gold, pred)
+                if verdicts[index] is None:
                     pending.append(index)
             if pending:
                 try:
@@ -228,6 +105,18 @@ class GradingPool:
                     self._stop_all()
                     raise
             return verdicts
+
+    def _verdict_here(self, gold: str, pred: str | None) -> Verdict:
+        """The verdict reached without a worker: False without an answer, True for the same spelling, else the
+        verifier's quick verdict (None: a worker must compare them)."""
+        if pred is None:
+            return False
+        gold_spelling, pred_spelling = self.verifier.spelling(gold), self.verifier.spelling(pred)
+        if not gold_spelling or not pred_spelling:
+            return False
+        if gold_spelling == pred_spelling:
+            return True
+        return self.verifier.quick_verdict(gold, pred)
 
     def _run(self, pairs: list[tuple[str, str | None]], pending: deque[int], verdicts: list[Verdict]) -> None:
         while len(self._workers) < self.n_workers:
@@ -296,7 +185,8 @@ class GradingPool:
 
     def _start_worker(self) -> _Worker:
         parent_end, child_end = self._context.Pipe()
-        process = self._context.Process(target=_worker_main, args=(child_end, self._step_timeout_s), daemon=True)
+        process = self._context.Process(target=_worker_main, args=(child_end, self.verifier, self.deadline_s),
+                                        daemon=True)
         process.start()
         child_end.close()
         return _Worker(process, parent_end, deadline=time.monotonic() + WORKER_START_TIMEOUT_S)
@@ -337,17 +227,21 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def shared_pool(workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> GradingPool:
-    """The pool behind the module-level functions: `workers` processes (None: one per CPU), started on first use.
+def shared_pool(verifier: Verifier, workers: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+                ) -> GradingPool:
+    """One pool of this process, grading with `verifier`: `workers` processes (None: one per CPU), started on
+    first use.
 
-    Asked for another size or deadline, it is replaced by one of that size (`grading.workers` of a pipeline).
+    Asked for another verifier, size or deadline, it is replaced by one of those (`grading.workers` of a
+    pipeline).
     """
     global _shared_pool
     workers = default_workers() if workers is None else workers
-    if _shared_pool is not None and (_shared_pool.n_workers, _shared_pool.deadline_s) != (workers, deadline_s):
+    wanted = (verifier, workers, deadline_s)
+    if _shared_pool is not None and (_shared_pool.verifier, _shared_pool.n_workers, _shared_pool.deadline_s) != wanted:
         close_pool()
     if _shared_pool is None:
-        _shared_pool = GradingPool(workers, deadline_s)
+        _shared_pool = GradingPool(verifier, workers, deadline_s)
     return _shared_pool
 
 
@@ -362,14 +256,14 @@ def close_pool() -> None:
 atexit.register(close_pool)
 
 
-def grade_many(pairs: list[tuple[str, str | None]], pool: GradingPool | None = None) -> list[Verdict]:
+def grade_many(pairs: list[tuple[str, str | None]], pool: GradingPool) -> list[Verdict]:
     """Grade (gold, pred) pairs in parallel; a pair past its deadline is None (ungraded)."""
-    return (pool or shared_pool()).grade(pairs)
+    return pool.grade(pairs)
 
 
-def equivalent(gold: str, pred: str | None, pool: GradingPool | None = None) -> bool:
-    """Whether `pred` is known to state the same answer as `gold` (math-verify, gold first); an ungraded
-    comparison is not."""
+def equivalent(gold: str, pred: str | None, pool: GradingPool) -> bool:
+    """Whether `pred` is known to state the same answer as `gold` (the pool's verifier, gold first); an
+    ungraded comparison is not."""
     return grade_many([(gold, pred)], pool)[0] is True
 
 
@@ -387,17 +281,19 @@ class AnswerGroup:
     members: list[int]
 
 
-def group_answers(answers: list[str | None], pool: GradingPool | None = None) -> list[AnswerGroup]:
+def group_answers(answers: list[str | None], pool: GradingPool) -> list[AnswerGroup]:
     """Equivalence classes of answers for majority voting, largest first; None or blank answers join no group.
 
-    Spellings are taken most frequent first; each unassigned spelling founds a group and every remaining
-    spelling equivalent to it (founder as gold) joins, so a group's answer is its most common spelling. An
-    ungraded comparison is not known equal: that spelling stays out of the group and founds or joins another.
+    Spellings (`Verifier.spelling`) are taken most frequent first; each unassigned spelling founds a group and
+    every remaining spelling equivalent to it (founder as gold) joins, so a group's answer is its most common
+    spelling. An ungraded comparison is not known equal: that spelling stays out of the group and founds or
+    joins another.
     """
     members_by_spelling: dict[str, list[int]] = {}
     for index, answer in enumerate(answers):
-        if answer is not None and normalize_answer(answer):
-            members_by_spelling.setdefault(normalize_answer(answer), []).append(index)
+        spelling = pool.verifier.spelling(answer) if answer is not None else ""
+        if spelling:
+            members_by_spelling.setdefault(spelling, []).append(index)
     remaining = sorted(members_by_spelling.values(), key=len, reverse=True)
     groups: list[AnswerGroup] = []
     while remaining:
@@ -411,20 +307,18 @@ def group_answers(answers: list[str | None], pool: GradingPool | None = None) ->
     return groups
 
 
-def grade_completions(
-    answers: Sequence[str], completions: Sequence[str], pool: GradingPool | None = None
-) -> list[Verdict]:
-    """For each (reference answer, model output) pair, whether the output's final answer is equivalent: False
-    when it states none, None when its grading ran out of time."""
-    return grade_many([(answer, extract_answer(text)) for answer, text in zip(answers, completions, strict=True)],
-                      pool)
+def grade_completions(answers: Sequence[str], completions: Sequence[str], pool: GradingPool) -> list[Verdict]:
+    """For each (reference answer, model output) pair, whether the output's final answer (the pool verifier's
+    `extract`) is equivalent: False when it states none, None when its grading ran out of time."""
+    extract = pool.verifier.extract
+    return grade_many([(answer, extract(text)) for answer, text in zip(answers, completions, strict=True)], pool)
 
 
-# A grading body, as executors run it: a batch of JSON-like items and the pool that grades them, to one result
-# per item.
+# A grading body, as executors run it: a batch of JSON-like items and the pool that grades them (with the world's
+# verifier), to one result per item.
 GradedFn = Callable[[list[Any], GradingPool], list[Any]]
 
 
 def grade_answer_pairs(pairs: list[Sequence[str]], pool: GradingPool) -> list[Verdict]:
-    """The math answer check, as a grading body: `grade_completions` over (answer, output) pairs."""
+    """The answer check, as a grading body: `grade_completions` over (answer, output) pairs."""
     return grade_completions([answer for answer, _ in pairs], [output for _, output in pairs], pool)

@@ -2,8 +2,8 @@
 
 A benchmark is a shipped set (`math500`, `aime24`, `aime25`, `gsm8k`), a set of the run's world (`arith`), or a
 file given as `{name, file, k}` and read as `sws prepare` reads a seed file. The MATH training split is never a
-benchmark. A benchmark sharing a problem (same `problem_key`) with any set a checkpoint trains on is refused;
-sets the world draws itself (arith's fresh problems, `weak_like`) just leave those problems out.
+benchmark. A benchmark sharing a problem (same `problem_key`) with the training set of any arm (`sws.arms`) is
+refused; sets the world draws itself (arith's fresh problems, `weak_like`) just leave those problems out.
 """
 
 from __future__ import annotations
@@ -12,16 +12,13 @@ from pathlib import Path
 
 import polars as pl
 
-from sws.artifacts import read_records, read_table, table_path
+from sws.artifacts import read_records
 from sws.config import BenchmarkConfig, PipelineConfig, PrepareConfig
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
 
 # The MATH training split is a seed set; evaluating on it measures training, not generalisation.
 TRAINING_SPLITS = ("math",)
-# Every table of problems some checkpoint trains on: the seed set, and what `sws mix` adds to it (the band-kept
-# synthetic problems, the selected ones and their unions with the seeds).
-TRAINING_TABLES = ("problems", "filtered", "selected", "augmented", "selected_mix")
 PROBLEM_COLUMNS = ("problem_id", "problem", "answer", "category")
 
 
@@ -58,10 +55,9 @@ def read_benchmark_file(entry: BenchmarkConfig) -> pl.DataFrame:
     return problems.select(PROBLEM_COLUMNS)
 
 
-def training_problems(run_dir: Path) -> pl.DataFrame:
-    """`key, table, problem` of every problem in the run's training tables that exist."""
-    frames = [read_table(run_dir, name).select(pl.lit(name).alias("table"), "problem")
-              for name in TRAINING_TABLES if table_path(run_dir, name).exists()]
+def training_problems(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """`key, table, problem` of every problem in the training tables given (`sws.arms.training_sets`), by name."""
+    frames = [table.select(pl.lit(name).alias("table"), "problem") for name, table in tables.items()]
     if not frames:
         return pl.DataFrame(schema={"key": pl.Utf8, "table": pl.Utf8, "problem": pl.Utf8})
     table = pl.concat(frames)

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sws import preflight, runner, ui
+from sws import arms, preflight, runner, ui
 from sws.artifacts import read_table
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
@@ -47,11 +47,10 @@ def declared_step(stage: Stage) -> PipelineStep:
     return PipelineStep(stage.title or stage.name, functools.partial(runner.run, stage))
 
 
-def later_round_steps(cfg: PipelineConfig, run_dir: Path, number: int) -> list[PipelineStep]:
-    """Round `number` > 1 of run `run_dir`: its inputs from the round before, then the same stages as round 1 but
-    those that write what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
-    wire = PipelineStep(f"round {number} inputs",
-                        lambda cfg, _round_dir, force: rounds.wire_round(cfg, run_dir, number, force))
+def later_round_steps(cfg: PipelineConfig, number: int) -> list[PipelineStep]:
+    """Round `number` > 1: its inputs from the round before, then the same stages as round 1 but those that write
+    what was wired (`sws.stages.rounds`). The steps are given the round's folder."""
+    wire = PipelineStep(f"round {number} inputs", functools.partial(runner.run, rounds.INPUTS))
     return [wire, *(declared_step(stage) for stage in rounds.later_round_stages()
                     if stage.is_on(cfg))]
 
@@ -80,29 +79,35 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
     run_steps(cfg, run_dir, pipeline_steps(cfg), force, "round 1: " if n_rounds > 1 else "")
     if rounds.records_rounds(cfg):
         later = rounds.later_round_config(cfg)
-        rounds.rate_with_reference(cfg, run_dir, force)
-        rounds.update_ledger(cfg, run_dir, 1, force)
+        record_round(cfg, cfg, run_dir, 1, force)
         for number in range(2, n_rounds + 1):
-            reason = rounds.stop_reason(cfg, run_dir)
+            reason = rounds.stop_reason(cfg, read_table(run_dir, "rounds_summary"))
             if reason:
                 ui.info(f"rounds: stopping before round {number}: {reason}")
                 break
             round_dir = RunDir(run_dir).round(number).root
-            run_steps(later, round_dir, later_round_steps(later, run_dir, number), force, f"round {number}: ")
-            rounds.rate_with_reference(later, round_dir, force)
-            rounds.update_ledger(cfg, run_dir, number, force)
+            run_steps(later, round_dir, later_round_steps(later, number), force, f"round {number}: ")
+            record_round(cfg, later, run_dir, number, force)
         runner.run(get_stage("report"), cfg, run_dir, force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
 
 
+def record_round(cfg: PipelineConfig, round_cfg: PipelineConfig, run_dir: Path, number: int, force: bool) -> None:
+    """After round `number` (run with `round_cfg`): the reference judge's ratings, then the ledger over the rounds
+    so far."""
+    if rounds.REFERENCE_RATING.is_on(round_cfg):
+        runner.run(rounds.REFERENCE_RATING, round_cfg, RunDir(run_dir).round(number).root, force)
+    runner.run(rounds.LEDGER, cfg, run_dir, force, rounds=number)
+
+
 def headline_table(summary: dict[str, Any]) -> Table:
     """Per category and overall: the share of previously weak problems each policy solves greedily."""
-    present = [name for name in eval_stage.HEADLINE_CHECKPOINTS if f"weak_solved_{name}" in summary]
+    present = [name for name in arms.NAMES if f"weak_solved_{name}" in summary]
     table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
     table.add_column("category")
     for name in present:
         table.add_column(name, justify="right")
-    differences = [(ahead, "baseline") for ahead in ("augmented", "selected") if {ahead, "baseline"} <= set(present)]
+    differences = [pair for pair in arms.against(arms.HEADLINE[1]) if set(pair) <= set(present)]
     for ahead, behind in differences:
         table.add_column(f"{ahead} − {behind}", justify="right")
     categories = sorted({category for name in present
@@ -143,13 +148,14 @@ def headline_lines(summary: dict[str, Any]) -> list[str]:
             (eval_stage.WEAK_LIKE_SET, "weak_like_solved", "pass1",
              "Fresh problems of the weak problems' families (learned the skill, or only the problems?), greedy"),
             (eval_stage.WEAK_LIKE_SET, "weak_like_avg_k", "avg_k", "The same fresh problems, share of k samples right")):
-        shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in eval_stage.HEADLINE_CHECKPOINTS}
+        shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in arms.NAMES}
         if all(share is None for share in shares.values()):
             continue
         line = f"{title}: " + ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share is not None)
         error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get(measure)
-        if shares.get("augmented") is not None and shares.get("baseline") is not None and error is not None:
-            line += (f" (augmented − baseline {100 * (shares['augmented'] - shares['baseline']):+.1f} ± "
+        ahead, behind = (shares.get(name) for name in arms.HEADLINE)
+        if ahead is not None and behind is not None and error is not None:
+            line += (f" ({eval_stage.DIFFERENCE} {100 * (ahead - behind):+.1f} ± "
                      f"{100 * error:.1f} points, one standard error)")
         lines.append(line)
     return lines
@@ -162,8 +168,10 @@ def print_rounds(run_dir: Path, console: Console | None = None) -> None:
         return
     per_round = read_table(run_dir, "rounds_summary")
     table = Table(title="Rounds (ledger.parquet: every problem weak in any round)")
-    columns = ["round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
-               "weak_solved_baseline", "weak_solved_augmented"]
+    columns = [column for column in (
+        "round", "n_weak", "n_new", "n_persisting", "n_resolved", "n_relapsed", "resolved_share", "n_kept",
+        *(f"weak_solved_{arm.name}" for arm in arms.every_round() if arm.starts_from is not None))
+        if column in per_round.columns]
     for column in columns:
         table.add_column(column.removeprefix("n_").replace("weak_solved_", "solved "), justify="right")
     for row in per_round.iter_rows(named=True):

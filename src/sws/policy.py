@@ -1,5 +1,5 @@
 """The policy being trained, as the stages ask it: which model `roles.policy` means, and sampling it on problems
-with known answers, graded by the world's answer check. One rule for filter, weak-to-strong labeling and eval."""
+with known answers, graded by the world's verifier. One rule for filter, weak-to-strong labeling and eval."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.current_policy import current_policy, names_policy
 from sws.engines.base import Completion, Request
 from sws.executors import Executor
-from sws.grading import Verdict
+from sws.grading import Verdict, grade_answer_pairs
 from sws.llm_calls import request_seed
 from sws.world import get_world
 
@@ -68,7 +68,7 @@ def grade_samples(cfg: PipelineConfig, executor: Executor, problems: Sequence[tu
                   samplings: Sequence[Sampling], completions: list[list[Completion]]) -> list[list[list[Verdict]]]:
     """`sample_and_grade`'s verdicts for the completions `sample_policy` returned."""
     answers = [answer for _, _, answer in problems] * len(samplings)
-    verdicts = executor.map_graded(get_world(cfg.world).answer_check, [
+    verdicts = executor.map_graded(grade_answer_pairs, [
         (answer, sample.text) for answer, samples in zip(answers, completions, strict=True) for sample in samples])
     per_sampling: list[list[list[Verdict]]] = []
     start = 0

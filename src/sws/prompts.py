@@ -12,8 +12,9 @@ An optional header field `stop: [...]` lists strings that end the model's reply 
 requests' stop sequences). Placeholders are `{{name}}` so that single braces (LaTeX such as `\\boxed{}`) stay literal. Loading fails when
 the declared placeholders and the ones the body uses differ; rendering fails when a value is missing or when a
 value is given that the template does not use, so a prompt can never silently drop its problem text.
-The shipped templates live in the package (`sws/prompts_data/`); `synthesize.prompt_dir` points at a folder of
-replacements with the same file names.
+The shipped templates live in the package (`sws/prompts_data/`); a world may replace any of them with a file of
+the same name in its `World.prompt_dir`, and `synthesize.prompt_dir` points at a folder of replacements that wins
+over both.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from sws import safe_yaml
 from sws.errors import UserError
+from sws.world import get_world
 
 TEMPLATE_NAMES = ("extract", "generate", "rate", "label", "categorize")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -65,14 +67,19 @@ class PromptTemplate:
         return PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), self.body).strip() + "\n"
 
 
-def template_text(name: str, prompt_dir: str | Path | None = None) -> tuple[str, str]:
-    """(text, source) of template `name`: from `prompt_dir` when given, else the copy shipped in the package."""
+def template_text(name: str, prompt_dir: str | Path | None = None, world: str | None = None) -> tuple[str, str]:
+    """(text, source) of template `name`: from `prompt_dir` when given, else from world `world`'s prompt folder
+    when it has the file, else the copy shipped in the package."""
     if name not in TEMPLATE_NAMES:
         raise ValueError(f"unknown prompt template {name!r}; known: {', '.join(TEMPLATE_NAMES)}")
     if prompt_dir is not None:
         path = Path(prompt_dir) / f"{name}.md"
         if not path.is_file():
             raise UserError(f"{path}: prompt template not found; add it or unset synthesize.prompt_dir")
+        return path.read_text(), str(path)
+    world_dir = get_world(world).prompt_dir if world is not None else None
+    if world_dir is not None and (Path(world_dir) / f"{name}.md").is_file():
+        path = Path(world_dir) / f"{name}.md"
         return path.read_text(), str(path)
     shipped = resources.files("sws") / "prompts_data" / f"{name}.md"
     return shipped.read_text(), str(shipped)
@@ -100,8 +107,9 @@ def parse_template(name: str, text: str, source: str) -> PromptTemplate:
     return PromptTemplate(name=name, source=source, placeholders=frozenset(declared), body=body, stop=tuple(stop))
 
 
-def load_template(name: str, prompt_dir: str | Path | None = None) -> PromptTemplate:
-    text, source = template_text(name, prompt_dir)
+def load_template(name: str, prompt_dir: str | Path | None = None, world: str | None = None) -> PromptTemplate:
+    """Template `name` as `template_text` finds it (the user's `prompt_dir`, world `world`'s, the shipped one)."""
+    text, source = template_text(name, prompt_dir, world)
     return parse_template(name, text, source)
 
 

@@ -31,7 +31,7 @@ import polars as pl
 
 from sws.artifacts import SCHEMAS, read_records
 from sws.errors import UserError
-from sws.grading import normalize_answer
+from sws.verifier import normalize_answer
 
 # verl rewards are 0/1, -1/1, or 1 plus small format bonuses; above one half means the answer was right.
 CORRECT_SCORE = 0.5

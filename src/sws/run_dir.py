@@ -9,6 +9,8 @@ from pathlib import Path
 from sws.errors import UserError
 
 PILOT_MARKER = ".pilot"
+# The folder of the later rounds of `sws run --rounds N` (round r > 1 is `rounds/<r>/`).
+LATER_ROUNDS = "rounds"
 
 
 @dataclass(frozen=True)
@@ -97,21 +99,18 @@ class RunDir:
         """The selection pool a world draws for `sws select` when `select.pool` is empty."""
         return self.root / "pool" / f"{world}.jsonl"
 
-    def train(self, kind: str) -> Path:
-        """A training run's folder (`initial`, `augmented`, `baseline`, `selected`): checkpoints, log, curve."""
-        return self.root / "train" / kind
+    def train(self, arm: str) -> Path:
+        """The folder of an arm's training run (`sws.arms`): checkpoints, log, final model."""
+        return self.root / "train" / arm
 
-    def checkpoint(self, kind: str) -> Path:
-        """A training run's final model."""
-        return final_dir(self.train(kind))
+    def checkpoint(self, arm: str) -> Path:
+        """An arm's final model."""
+        return final_dir(self.train(arm))
 
     @property
     def initial_checkpoint(self) -> Path:
         """The initially trained policy: what an empty `roles.policy.model` means."""
         return self.checkpoint("initial")
-
-    def eval_part(self, checkpoint: str) -> Path:
-        return self.root / "eval" / "parts" / f"{checkpoint}.parquet"
 
     @property
     def summary(self) -> Path:
@@ -127,20 +126,33 @@ class RunDir:
 
     def round(self, number: int) -> RunDir:
         """Round `number` of `sws run --rounds N`: round 1 is the run itself, a later round `rounds/<number>/`."""
-        if number < 1:
-            raise ValueError(f"rounds count from 1, not {number}")
-        return self if number == 1 else RunDir(self.root / "rounds" / str(number))
+        return RunDir(self.root / in_round(number, ""))
 
     @property
     def round_of(self) -> RunDir | None:
         """The run this folder is a later round of (`rounds/<r>/`), or None."""
         folder = self.root.parent
-        return RunDir(folder.parent) if folder.name == "rounds" and self.root.name.isdigit() else None
+        return RunDir(folder.parent) if folder.name == LATER_ROUNDS and self.root.name.isdigit() else None
+
+    @property
+    def round_before(self) -> RunDir:
+        """The round a later round takes its inputs from."""
+        run = self.round_of
+        if run is None:
+            raise ValueError(f"{self.root} is no later round of a run")
+        return run.round(int(self.root.name) - 1)
 
     @property
     def ledger(self) -> Path:
         """Every problem weak in any round, per round (`sws run --rounds N`)."""
         return self.table("ledger")
+
+
+def in_round(number: int, name: str) -> str:
+    """Table (or file) `name` of round `number`, named from the run: round 1 is the run itself."""
+    if number < 1:
+        raise ValueError(f"rounds count from 1, not {number}")
+    return name if number == 1 else f"{LATER_ROUNDS}/{number}/{name}"
 
 
 def _link_out(link: Path, target: Path) -> UserError:

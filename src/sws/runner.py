@@ -7,6 +7,11 @@ executor for the whole stage, the world) and writes what the function returns: t
 rows beside each filtered table (`<table>.rejected.parquet`, each row with its `reject_reason`), the funnel row
 and the manifest, committed as one set (`commit_stage`). A compute function never opens the run directory.
 
+A declared read `<table>.rejected` is the rejected rows beside `<table>`; a stage may read another run folder's
+tables (`Stage.reads_from`: a later round reads the round before's), and reads the run's manifests through its
+context (`StageContext.manifest`, `manifests`). `context` builds a stage's context without running it (what
+`sws train --dry-run` prepares from), and `is_current` says whether `run_stage` would skip it.
+
 Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in round r: their round tables
 (`ROUND_TABLES`) and manifests then live under `adapt/round-<r>/`, and the same declarations serve.
 """
@@ -34,11 +39,13 @@ from sws.artifacts import (
     _running,
     atomic_write,
     config_hash,
+    current_manifest,
     fingerprint,
     fingerprints,
     interrupts_deferred,
     package_versions,
     read_manifest,
+    read_parquet,
     read_table,
     round_name,
     skipped_result,
@@ -49,6 +56,7 @@ from sws.artifacts import (
 )
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
+from sws.errors import UserError
 from sws.executors import Executor, executor_for
 from sws.funnel import FunnelRow, funnel_row
 from sws.run_dir import RunDir
@@ -57,11 +65,13 @@ from sws.world import World, get_world
 
 # The tables each adaptive round writes anew (the others, such as `problems`, are the run's).
 ROUND_TABLES = frozenset({"concept_sets", "synthetic", "rated", "labeled", "audited", "scored"})
+# A declared read `<table>.rejected` is the rejected rows beside `<table>`: any columns, with `reject_reason`.
+REJECTED = ".rejected"
 
 
 def scoped(name: str, adapt_round: int) -> str:
     """Table `name` as adaptive round `adapt_round` holds it."""
-    return round_name(name, adapt_round) if name in ROUND_TABLES else name
+    return round_name(name, adapt_round) if name.removesuffix(REJECTED) in ROUND_TABLES else name
 
 
 @dataclass
@@ -74,6 +84,11 @@ class StageContext:
     adapt_round: int = 0
     force: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    # What decides the outputs: the declared settings and the input files (`identity`).
+    settings: dict[str, Any] = field(default_factory=dict)
+    inputs: list[Path] = field(default_factory=list)
+    # The run folder the tables were read from (`Stage.reads_from`); None: `run`.
+    reads_from: RunDir | None = None
 
     @functools.cached_property
     def executor(self) -> Executor:
@@ -83,12 +98,26 @@ class StageContext:
     def world(self) -> World:
         return get_world(self.cfg.world)
 
+    @functools.cached_property
+    def identity(self) -> str:
+        """A hash of everything that decides the stage's outputs: its settings and its inputs' contents."""
+        return config_hash({"config": self.settings, "inputs": [fingerprint(path) for path in self.inputs]})
+
     def table(self, name: str) -> pl.DataFrame:
         return self.tables[name]
 
     def source(self, name: str) -> Path:
         """Where input table `name` lies, for a message that names the file."""
-        return self.run.table(scoped(name, self.adapt_round))
+        return (self.reads_from or self.run).table(scoped(name, self.adapt_round))
+
+    def manifest(self, stage: str) -> dict[str, Any] | None:
+        """The manifest stage `stage` of this run wrote (None: not run, or not current)."""
+        return read_manifest(self.run.root, stage)
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """Every stage manifest of the run (adaptive rounds' aside), the first finished first."""
+        paths = sorted(self.run.manifests.glob("*.json"), key=lambda path: path.stat().st_mtime)
+        return [manifest for manifest in map(self.manifest, (path.stem for path in paths)) if manifest is not None]
 
 
 @dataclass
@@ -111,9 +140,10 @@ class StageOutput:
 
 def reads_of(stage: Stage, cfg: PipelineConfig, adapt_round: int) -> dict[str, str]:
     """Declared name -> table name in the run, of every table the stage reads."""
-    names = {name: scoped(name, adapt_round) for name in stage.reads}
-    if stage.more_reads is not None:
-        names |= {name: name for name in stage.more_reads(cfg, adapt_round)}
+    names = {name: scoped(name, adapt_round) for name in (*stage.reads, *stage.optional_reads)}
+    for more in (stage.more_reads, stage.more_optional_reads):
+        if more is not None:
+            names |= {name: name for name in more(cfg, adapt_round)}
     return names
 
 
@@ -121,29 +151,82 @@ def writes_of(stage: Stage, adapt_round: int) -> dict[str, str]:
     return {name: scoped(name, adapt_round) for name in stage.writes}
 
 
-def run_stage(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, adapt_round: int = 0,
-              **options: Any) -> StageResult:
-    """Run declared `stage` unless its manifest is current; see the module docstring."""
-    run = RunDir(run_dir)
-    name = round_name(stage.name, adapt_round)
-    reads = reads_of(stage, cfg, adapt_round)
-    present = {declared: table for declared, table in reads.items()
-               if declared not in stage.optional_reads or run.table(table).exists()}
+@dataclass(frozen=True)
+class Plan:
+    """One run of a declared stage: its manifest's name, the tables it reads (those present, from `source`) and
+    writes, the files that decide it and those it writes, and its settings."""
+
+    name: str
+    source: RunDir
+    reads: dict[str, str]
+    writes: dict[str, str]
+    inputs: list[Path]
+    outputs: list[Path]
+    settings: dict[str, Any]
+
+
+def plan(stage: Stage, cfg: PipelineConfig, run: RunDir, adapt_round: int, options: dict[str, Any]) -> Plan:
+    source = stage.reads_from(run) if stage.reads_from is not None else run
+    optional = set(stage.optional_reads) | set(
+        stage.more_optional_reads(cfg, adapt_round) if stage.more_optional_reads is not None else ())
+    present = {declared: table for declared, table in reads_of(stage, cfg, adapt_round).items()
+               if declared not in optional or source.table(table).exists()}
     writes = writes_of(stage, adapt_round)
     files = stage.output_files(cfg, run, options) if stage.output_files is not None else []
-    inputs = [run.table(table) for table in present.values()]
+    inputs = [source.table(table) for table in present.values()]
     inputs += stage.input_files(cfg, run) if stage.input_files is not None else []
     outputs = [*(run.table(table) for table in writes.values()),
                *(run.rejected(writes[table]) for table in stage.rejects), *files]
     settings = stage.settings(cfg, options) if stage.settings is not None else {}
+    return Plan(round_name(stage.name, adapt_round), source, present, writes, inputs, outputs, settings)
+
+
+def read_input(source: RunDir, table: str) -> pl.DataFrame:
+    """Input table `table` of a stage, schema-checked; rejected rows (`<table>.rejected`) need a reject_reason."""
+    if not table.endswith(REJECTED):
+        return read_table(source.root, table)
+    rejected = read_parquet(source.table(table))
+    if "reject_reason" not in rejected.columns:
+        raise UserError(f"{source.table(table)}: missing column 'reject_reason' (rejected rows name why); "
+                        "rerun the stage that wrote it")
+    return rejected
+
+
+def context(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, adapt_round: int = 0, force: bool = False,
+            **options: Any) -> StageContext:
+    """What the stage's compute function would get, without running it (`sws train --dry-run`)."""
+    return _context(stage, plan(stage, cfg, RunDir(run_dir), adapt_round, options), cfg, RunDir(run_dir),
+                    adapt_round, force, options)
+
+
+def _context(stage: Stage, planned: Plan, cfg: PipelineConfig, run: RunDir, adapt_round: int, force: bool,
+             options: dict[str, Any]) -> StageContext:
+    tables = {declared: read_input(planned.source, table) for declared, table in planned.reads.items()}
+    return StageContext(cfg, tables, run, adapt_round, force, options, planned.settings, planned.inputs,
+                        planned.source if stage.reads_from is not None else None)
+
+
+def is_current(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, adapt_round: int = 0, **options: Any) -> bool:
+    """Whether the stage's manifest matches its settings, inputs and outputs: `run_stage` would skip it."""
+    planned = plan(stage, cfg, RunDir(run_dir), adapt_round, options)
+    return current_manifest(Path(run_dir), planned.name, planned.settings, planned.inputs, planned.outputs) is not None
+
+
+def run_stage(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, adapt_round: int = 0,
+              **options: Any) -> StageResult:
+    """Run declared `stage` unless its manifest is current; see the module docstring."""
+    run = RunDir(run_dir)
+    planned = plan(stage, cfg, run, adapt_round, options)
 
     def body() -> StageResult:
-        tables = {declared: read_table(run.root, table) for declared, table in present.items()}
-        context = StageContext(cfg, tables, run, adapt_round, force, options)
+        context = _context(stage, planned, cfg, run, adapt_round, force, options)
+        if stage.compute is None:
+            raise RuntimeError(f"stage {stage.name} has no compute function; run it with `runner.run`")
         output = stage.compute(context)
-        return _write_output(stage, run, writes, present, tables, output)
+        return _write_output(stage, run, planned.writes, planned.reads, context.tables, output)
 
-    return commit_stage(run.root, name, config=settings, inputs=inputs, outputs=outputs, body=body, force=force)
+    return commit_stage(run.root, planned.name, config=planned.settings, inputs=planned.inputs,
+                        outputs=planned.outputs, body=body, force=force)
 
 
 def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict[str, str],
@@ -163,14 +246,19 @@ def _write_output(stage: Stage, run: RunDir, writes: dict[str, str], reads: dict
     for path, write in output.files.items():
         atomic_write(path, write)
     info = dict(output.info)
-    if stage.funnel and isinstance(output.funnel, FunnelRow):
-        info["funnel"] = output.funnel.as_info()
-    elif stage.funnel and output.funnel:
-        kept = stage.writes[0]
-        rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
-        info["funnel"] = funnel_row(stage.name, rows_in, output.tables[kept].height,
-                                    output.rejected[kept]["reject_reason"].to_list(), output.completions).as_info()
+    if stage.funnel and output.funnel:
+        info["funnel"] = (output.funnel if isinstance(output.funnel, FunnelRow)
+                          else _funnel(stage, reads, tables, output)).as_info()
     return StageResult(stage.name, rows=rows, info=info)
+
+
+def _funnel(stage: Stage, reads: dict[str, str], tables: dict[str, pl.DataFrame], output: StageOutput) -> FunnelRow:
+    """The runner's funnel row: rows in (`rows_in`, else the first read's), the first write's rows, the reasons of
+    its rejected rows, and the cut-off ones among `completions`."""
+    kept = stage.writes[0]
+    rows_in = output.rows_in if output.rows_in is not None else tables[next(iter(reads))].height
+    return funnel_row(stage.name, rows_in, output.tables[kept].height,
+                      output.rejected[kept]["reject_reason"].to_list(), output.completions)
 
 
 def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], outputs: list[Path],

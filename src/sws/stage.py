@@ -53,10 +53,15 @@ class Stage:
     writes: tuple[str, ...] = ()
     # The written tables that have a rejected-rows sidecar.
     rejects: tuple[str, ...] = ()
-    # Read when present (a table whose stage may not have run).
+    # Read when present (a table whose stage may not have run); `<table>.rejected`: the rows rejected from it.
     optional_reads: tuple[str, ...] = ()
     # More tables read, named as the run holds them, by (config, adaptive round): earlier rounds' tables, say.
     more_reads: Callable[[Any, int], tuple[str, ...]] | None = None
+    # More tables read when present, named as the run holds them (a later round's `rounds/<r>/...`, say).
+    more_optional_reads: Callable[[Any, int], tuple[str, ...]] | None = None
+    # The run folder (`sws.run_dir.RunDir`) its tables are read from, given its own: a later round reads the
+    # round before's. None: its own.
+    reads_from: Callable[[Any], Any] | None = None
     # What decides the outputs besides the inputs: (config, command options) -> a JSON-able dict.
     settings: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     # Files besides tables that decide the outputs (a model folder), and files written besides tables.
@@ -118,8 +123,10 @@ def synthesis_steps() -> tuple[Stage, ...]:
 
 
 def producer_of(table: str) -> str:
-    """The command that writes `table`, for an error that finds it missing: the one `sws run` runs first."""
-    writers = sorted((stage for stage in all_stages() if table in stage.writes), key=lambda stage: not stage.in_run)
+    """The command that writes `table`, for an error that finds it missing: the one `sws run` runs first. A stage
+    that reads another run folder (a later round's inputs) is no way to make the table in this one."""
+    writers = sorted((stage for stage in all_stages() if table in stage.writes and stage.reads_from is None),
+                     key=lambda stage: not stage.in_run)
     commands = list(dict.fromkeys(stage.how_to_run for stage in writers))
     if not commands:
         raise KeyError(f"no stage declares that it writes '{table}'")

@@ -2,8 +2,9 @@
 
 A world owns its setup steps (the arith world draws a seed set and warm-starts a tiny policy), its own settings
 section (`arith:` in a pipeline file), the defaults of the teacher roles a pipeline leaves out, the engines it
-brings (the arith oracle), how a problem is put to the policy, the answer check, the policy it trains from when
-`train.init_model` is empty, and its held-out evaluation sets. Generic code reaches a world only through
+brings (the arith oracle), its prompt templates, how a problem is put to the policy, its verifier (answer
+extraction and equivalence, `sws.verifier`), the policy it trains from when `train.init_model` is empty, and its
+held-out evaluation sets. Generic code reaches a world only through
 `get_world(name)`. A new world is one folder `sws/worlds/<name>/` whose `world.py` defines `WORLD`, an
 instance of a `World` subclass; a world that lives elsewhere (a test's, a plug-in's) calls `register_world`.
 Worlds are found without being imported, and each is imported on first use.
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from sws.errors import UserError
-from sws.grading import GradedFn, grade_answer_pairs
+from sws.verifier import Verifier
 
 # A built-in world is a package `sws/worlds/<name>/` whose module `world.py` holds its instance as `WORLD`.
 WORLDS_PACKAGE = "sws.worlds"
@@ -65,8 +66,10 @@ class World:
     categories: ClassVar[tuple[str, ...]] = ()
     # A sentence for the report when one of `engines` played a teacher role (`{roles}` is replaced).
     teacher_note: ClassVar[str] = ""
-    # The answer check: (reference answer, model output) pairs to verdicts, in grading processes.
-    answer_check: ClassVar[GradedFn] = staticmethod(grade_answer_pairs)
+    # Answer extraction and equivalence: what label, audit, the filter, eval and the training rewards grade with.
+    verifier: ClassVar[Verifier]
+    # A folder of prompt templates (`sws.prompts`) replacing the shipped ones of the same name; None: none.
+    prompt_dir: ClassVar[Path | None] = None
 
     def settings(self, cfg: Any) -> Any:
         """This world's settings section of a pipeline config."""
@@ -114,7 +117,14 @@ class World:
 
 def register_world(world: World) -> World:
     """Make `world` reachable by its name (a world outside `sws/worlds/`, e.g. a test's)."""
-    _registered[world.name] = world
+    _registered[world.name] = _checked(world)
+    return world
+
+
+def _checked(world: World) -> World:
+    if not isinstance(getattr(world, "verifier", None), Verifier):
+        raise TypeError(f"world '{world.name}' sets no verifier: give its class `verifier = <a sws.verifier."
+                        "Verifier subclass>()`")
     return world
 
 
@@ -136,7 +146,7 @@ def get_world(name: str) -> World:
         if name not in built_in_names():
             raise UserError(f"world '{name}' is not known (field 'world' of the pipeline config); "
                             f"use one of: {', '.join(world_names())}")
-        _registered[name] = importlib.import_module(f"{WORLDS_PACKAGE}.{name}.world").WORLD
+        _registered[name] = _checked(importlib.import_module(f"{WORLDS_PACKAGE}.{name}.world").WORLD)
     return _registered[name]
 
 

@@ -11,6 +11,7 @@ from sws.engines import Request, make_engine
 from sws.engines.base import Completion, Engine
 from sws.engines.fanout import SampleFanOut, fan_out, read_n_mode
 from sws.errors import UserError
+from sws.worlds.arith.world import ORACLE
 
 
 class OneChoiceServer(Engine):
@@ -89,7 +90,7 @@ def test_an_unknown_n_mode_is_a_user_error() -> None:
 
 @pytest.mark.parametrize("mode", ["auto", "fanout"])
 def test_the_oracle_without_n_gives_distinct_samples_under_fan_out(mode: str, tmp_path: Path) -> None:
-    cfg = EngineConfig(engine="oracle", options={"ignores_n": True, "n_mode": mode, "labeler_error": 0.5})
+    cfg = EngineConfig(**ORACLE, options={"ignores_n": True, "n_mode": mode, "labeler_error": 0.5})
     request = Request(prompt="label", n=8, seed=3, task="label", fields={"problem": "Compute 47+85."})
     samples = make_engine(cfg, tmp_path / "requests.sqlite").generate([request])[0]
     assert len(samples) == 8 and len({c.text for c in samples}) > 1

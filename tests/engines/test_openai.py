@@ -23,7 +23,7 @@ from sws.engines import make_engine
 from sws.engines.base import Request
 from sws.engines.openai import ray_llm_answer
 from sws.errors import UserError
-from sws.grading import extract_answer, grade_many
+from sws.grading import grade_many, shared_pool
 from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
@@ -193,6 +193,7 @@ def test_the_server_is_checked_on_the_first_request_the_cache_cannot_answer(tmp_
 # ------------------------------------------------------------------ against a real `vllm serve`
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
+ARITH = get_world("arith").verifier
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}"
 SERVER_START_TIMEOUT_S = 400
 
@@ -255,11 +256,12 @@ def test_openai_engine_against_a_real_vllm_serve(vllm_server: str, trained_polic
     engine.close()
 
     assert [len(completions) for completions in results] == [4] * len(requests) + [2]
-    extracted = [extract_answer(c.text) for completions in results[:-1] for c in completions]
+    extracted = [ARITH.extract(c.text) for completions in results[:-1] for c in completions]
     assert sum(answer is not None for answer in extracted) >= 0.9 * len(extracted)
     golds = [p.answer for p in problems for _ in range(4)]
-    assert sum(grade_many([(gold, answer or "") for gold, answer in zip(golds, extracted, strict=True)])) > 0
-    assert all(extract_answer(c.text) is not None for c in results[-1])
+    assert sum(grade_many([(gold, answer or "") for gold, answer in zip(golds, extracted, strict=True)],
+                          shared_pool(ARITH))) > 0
+    assert all(ARITH.extract(c.text) is not None for c in results[-1])
     assert all(c.tokens > 0 for completions in results for c in completions)
 
     resumed = make_engine(cfg, tmp_path / "requests.sqlite")

@@ -13,6 +13,7 @@ from sws.cli import app
 from sws.config import EngineConfig, PipelineConfig, role_config
 from sws.engines import CachedEngine, Request, make_engine
 from sws.errors import UserError
+from sws.worlds.arith.world import ORACLE
 
 
 def one_line_error(cfg: EngineConfig, run_dir: Path | None = None) -> str:
@@ -45,7 +46,7 @@ def test_a_hub_id_missing_from_the_offline_cache_is_a_user_error(monkeypatch: py
 
 
 def test_with_a_run_directory_the_engine_is_behind_the_runs_request_cache(tmp_path: Path) -> None:
-    cfg = EngineConfig(engine="oracle", options={"seed": 3})
+    cfg = EngineConfig(**ORACLE, options={"seed": 3})
     request = Request(messages=({"role": "user", "content": "label"},), n=2, seed=5, task="label",
                       fields={"problem": "Compute 47+85."})
     engine = make_engine(cfg, tmp_path / "requests.sqlite")
@@ -58,13 +59,13 @@ def test_with_a_run_directory_the_engine_is_behind_the_runs_request_cache(tmp_pa
 
 
 def test_without_a_run_directory_there_is_no_cache() -> None:
-    assert not isinstance(make_engine(EngineConfig(engine="oracle")), CachedEngine)
+    assert not isinstance(make_engine(EngineConfig(**ORACLE)), CachedEngine)
 
 
 def test_roles_are_found_by_their_yaml_names() -> None:
     cfg = PipelineConfig.model_validate({"roles": {
         "generator": {"engine": "openai", "model": "big"},
-        "judges": [{"model": "judge-a"}, {"model": "judge-b"}],
+        "judges": [{"engine": "oracle", "model": "judge-a"}, {"engine": "oracle", "model": "judge-b"}],
     }})
     assert role_config(cfg, "generator").model == "big"
     assert role_config(cfg, "judges.1").model == "judge-b"
@@ -76,7 +77,7 @@ def test_the_auditor_is_a_role_once_it_is_set() -> None:
     cfg = PipelineConfig()
     with pytest.raises(UserError, match="field 'roles.auditor' is not set"):
         role_config(cfg, "auditor")
-    cfg.roles.auditor = EngineConfig(model="checker")
+    cfg.roles.auditor = EngineConfig(engine="oracle", model="checker")
     assert role_config(cfg, "auditor").model == "checker"
 
 
@@ -97,7 +98,7 @@ def assert_exit_2_with_one_line(result, expected: str) -> None:
 
 
 def test_cli_unknown_engine_exits_2(tmp_path: Path) -> None:
-    result = sample(tmp_path, {"generator": {"engine": "gpt"}}, "--role", "generator", "--prompt", "hi")
+    result = sample(tmp_path, {"generator": {"engine": "gpt", "model": "gpt-4"}}, "--role", "generator", "--prompt", "hi")
     assert_exit_2_with_one_line(result, "engine 'gpt' is not known")
 
 

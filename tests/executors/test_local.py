@@ -9,6 +9,7 @@ from sws.engines import Request
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
 from sws.run_dir import RunDir
+from sws.worlds.arith.world import ORACLE
 
 
 def label_requests(count: int) -> list[Request]:
@@ -18,7 +19,7 @@ def label_requests(count: int) -> list[Request]:
 
 def test_a_rerun_reads_the_finished_shards_without_an_engine_or_a_cache(tmp_path: Path, monkeypatch) -> None:
     executor = executor_for(PipelineConfig(), tmp_path)
-    role = EngineConfig(engine="oracle")
+    role = EngineConfig(**ORACLE)
     first = executor.complete("labeler", role, label_requests(7), shard_size=3, description="label")
     assert len(list(shards_dir(tmp_path).glob("*.done"))) == 3
 
@@ -33,7 +34,7 @@ def test_a_rerun_reads_the_finished_shards_without_an_engine_or_a_cache(tmp_path
 
 def test_a_shard_without_its_marker_is_asked_again(tmp_path: Path) -> None:
     executor = executor_for(PipelineConfig(), tmp_path)
-    role = EngineConfig(engine="oracle")
+    role = EngineConfig(**ORACLE)
     first = executor.complete("labeler", role, label_requests(4), shard_size=2, description="label")
     marker = sorted(shards_dir(tmp_path).glob("*.done"))[0]
     marker.unlink()
@@ -43,13 +44,13 @@ def test_a_shard_without_its_marker_is_asked_again(tmp_path: Path) -> None:
 
 def test_no_requests_write_no_shard(tmp_path: Path) -> None:
     executor = executor_for(PipelineConfig(), tmp_path)
-    assert executor.complete("labeler", EngineConfig(engine="oracle"), [], 3, "label") == []
+    assert executor.complete("labeler", EngineConfig(**ORACLE), [], 3, "label") == []
     assert not list(shards_dir(tmp_path).glob("*.done"))
 
 
 def test_under_a_cap_the_shards_run_one_at_a_time_until_it_is_reached(tmp_path: Path) -> None:
     executor = executor_for(PipelineConfig(), tmp_path)
-    role = EngineConfig(engine="oracle")
+    role = EngineConfig(**ORACLE)
     whole = executor_for(PipelineConfig(), tmp_path / "whole").complete("labeler", role, label_requests(8), 2, "label")
     per_shard = [sum(c.tokens + c.prompt_tokens for answers in whole[start:start + 2] for c in answers)
                  for start in range(0, 8, 2)]

@@ -25,6 +25,7 @@ from _synthesis_run import (
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path
 from sws.cli import app
 from sws.config import PipelineConfig
@@ -116,7 +117,7 @@ def test_eval_on_ray_writes_the_local_executors_tables_row_for_row(tmp_path, ray
     for executor in ("local", "ray"):
         write_evaluable_run(tmp_path / executor)
         cfg = PipelineConfig.model_validate(settings | {"executor": {"kind": executor, "address": ray_cluster}})
-        eval_stage.run(cfg, tmp_path / executor)
+        runner.run(eval_stage.STAGE, cfg, tmp_path / executor)
 
     for name in ("eval/benchmarks", "eval/weakness"):
         assert_same_table(name, tmp_path / "local", tmp_path / "ray")

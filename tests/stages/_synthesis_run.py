@@ -15,6 +15,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Engine, Request
 from sws.run_dir import RunDir
 from sws.worlds.arith import generate_problems
+from sws.worlds.arith.world import ORACLE
 
 WEAK_CATEGORIES = ("multiplication", "remainders", "multi_step")
 NOISE = {"ill_posed": 0.1, "multi_part": 0.1, "multiple_choice": 0.1, "proof": 0.1, "true_false": 0.1,
@@ -102,9 +103,9 @@ def noisy_pipeline_file(tmp_path: Path, budget: int = 60, **synthesize: object) 
 
 def noisy_oracle_config(judge_error: float = 0.1, labeler_error: float = 0.2, **synthesize: object) -> PipelineConfig:
     config = PipelineConfig()
-    config.roles.generator = EngineConfig(options=dict(NOISE))
-    config.roles.judges = [EngineConfig(options={"judge_error": judge_error})]
-    config.roles.labeler = EngineConfig(options={"labeler_error": labeler_error})
+    config.roles.generator = EngineConfig(**ORACLE, options=dict(NOISE))
+    config.roles.judges = [EngineConfig(**ORACLE, options={"judge_error": judge_error})]
+    config.roles.labeler = EngineConfig(**ORACLE, options={"labeler_error": labeler_error})
     for name, value in synthesize.items():
         setattr(config.synthesize, name, value)
     return config

@@ -5,6 +5,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, scripted_role, use_engines
+from word_world import RULES, canonical, problem_text
 
 from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, write_table
@@ -85,7 +86,7 @@ def test_the_audit_runs_only_with_an_auditor(tmp_path: Path) -> None:
     config = PipelineConfig()
     assert not audit.is_on(config) and score.source(config, 0) == ("labeled",)
     assert "audit" not in synthesize.steps_on(config)
-    config.roles.auditor = EngineConfig()
+    config.roles.auditor = EngineConfig(engine="oracle", model="arith-oracle")
     assert audit.is_on(config) and score.source(config, 2) == ("adapt/round-2/audited",)
     config.audit.enabled = False
     assert not audit.is_on(config)
@@ -94,3 +95,20 @@ def test_the_audit_runs_only_with_an_auditor(tmp_path: Path) -> None:
     write_labeled(tmp_path, {"a": "1"})
     with pytest.raises(UserError, match="roles.auditor"):
         runner.run(audit.STAGE, forced, tmp_path)
+
+
+def test_a_worlds_verifier_compares_the_auditors_answers_with_the_labels(tmp_path: Path, verifier_calls) -> None:
+    right, wrong = problem_text("addition", 20, 4), problem_text("subtraction", 30, 9)
+    write_labeled(tmp_path, {right: "twenty-four", wrong: "twenty-two"})
+    # The world's rule-based auditor answers right, every other sample as "Twenty Four".
+    config = PipelineConfig.model_validate({"world": "wordsums", "roles": {"auditor": RULES}, "audit": {"samples": 4}})
+
+    runner.run(audit.STAGE, config, tmp_path)
+
+    assert read_table(tmp_path, "audited").select("problem", "audit_agreement").rows() == [(right, 1.0)]
+    rejected = read_parquet(rejected_path(tmp_path, "audited"))
+    assert rejected.select("answer", "audit_agreement").rows() == [("twenty-two", 0.0)]
+    assert canonical(rejected["audit_answer"][0]) == "twenty one"
+    calls = verifier_calls()
+    assert ["equivalent", "twenty-four", "Twenty Four"] in calls  # the label first, as it is the reference
+    assert ["equivalent", "twenty-two", "Twenty One"] in calls

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _synthesis_run import ScriptedEngine, use_engines, write_evaluable_run
+from _synthesis_run import ScriptedEngine, fake_checkpoint, use_engines, write_evaluable_run
+from word_world import seed_rows, true_answer
 
+from sws import runner
 from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -39,7 +41,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) -> None:
-    eval_stage.run(oracle_policy_config(), run_dir)
+    runner.run(eval_stage.STAGE, oracle_policy_config(), run_dir)
     summary = json.loads(RunDir(run_dir).summary.read_text())
     for name in ("initial", "baseline", "augmented"):
         assert summary[f"weak_solved_{name}"] == {"overall": 1.0,
@@ -54,7 +56,7 @@ def test_a_policy_that_is_always_right_solves_every_weak_problem(run_dir: Path) 
 
 
 def test_a_policy_that_is_always_wrong_solves_none(run_dir: Path) -> None:
-    eval_stage.run(oracle_policy_config(labeler_error=1.0), run_dir)
+    runner.run(eval_stage.STAGE, oracle_policy_config(labeler_error=1.0), run_dir)
     weakness = read_table(run_dir, "eval/weakness")
     assert weakness["solved"].to_list() == [0.0] * weakness.height
     assert weakness.filter(pl.col("category") == "overall")["n_weak"].to_list() == [8, 8, 8]
@@ -81,7 +83,7 @@ def test_shares_are_over_graded_answers_and_the_summary_counts_the_ungraded(
         "grading": {"workers": 1, "deadline_s": 0.5},
     })
 
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
 
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert summary["weak_solved_initial"]["overall"] == 1.0  # 7 of the 7 graded, not 7 of 8
@@ -95,7 +97,7 @@ def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path
     import shutil
 
     shutil.rmtree(RunDir(run_dir).checkpoint("baseline"))
-    eval_stage.run(oracle_policy_config(), run_dir)
+    runner.run(eval_stage.STAGE, oracle_policy_config(), run_dir)
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert {key for key in summary if key.startswith("weak_solved_")} == {
         "weak_solved_initial", "weak_solved_augmented"}
@@ -105,11 +107,11 @@ def test_only_present_checkpoints_are_evaluated_in_training_order(tmp_path: Path
 
 def test_retraining_one_checkpoint_re_evaluates_only_that_one(run_dir: Path) -> None:
     cfg = oracle_policy_config()
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
     before = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
-    assert eval_stage.run(cfg, run_dir).skipped
+    assert runner.run(eval_stage.STAGE, cfg, run_dir).skipped
     (RunDir(run_dir).checkpoint("augmented") / "model.safetensors").write_text("new weights")
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
     after = {name: read_manifest(run_dir, f"eval-{name}")["inputs"] for name in ("initial", "augmented")}
     assert after["initial"] == before["initial"]
     assert after["augmented"] != before["augmented"]
@@ -120,8 +122,10 @@ def test_no_checkpoint_is_a_user_error(tmp_path: Path, run_dir: Path) -> None:
 
     shutil.rmtree(run_dir / "train")
     with pytest.raises(UserError, match="sws train initial"):
-        eval_stage.run(oracle_policy_config(), run_dir)
-    assert not (run_dir / "eval").exists()
+        runner.run(eval_stage.STAGE, oracle_policy_config(), run_dir)
+    assert not (run_dir / "eval" / "parts").exists() and not RunDir(run_dir).summary.exists()
+    assert read_table(run_dir, "eval/sets")["eval_set"].unique(maintain_order=True).to_list() == ["arith", "weak",
+                                                                                                  "seed"]
 
 
 def test_weakness_table_counts_per_category_and_overall() -> None:
@@ -144,7 +148,7 @@ def test_a_real_tiny_policy_is_sampled_through_the_hf_engine(run_dir: Path) -> N
         build_policy(folder, seed=0)
     cfg = PipelineConfig.model_validate({"arith": {"n_eval_per_category": 2}, "eval": {"k": 2, "max_tokens": 8},
                                          "roles": {"policy": {"engine": "hf", "model": ""}}})
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
     per_problem = read_table(run_dir, "eval/problems")
     assert per_problem.height == 3 * (6 + 8 + 12)
     summary = json.loads(RunDir(run_dir).summary.read_text())
@@ -157,7 +161,7 @@ def test_arith_weak_problems_get_fresh_problems_of_their_families_in_turn(run_di
     write_table(run_dir, "problems", problems.with_columns(pl.Series("family", families)))
     cfg = oracle_policy_config().model_copy(update={"world_settings": ArithSettings(n_weak_like=20)})
 
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
 
     per_problem = read_table(run_dir, "eval/problems").filter(pl.col("checkpoint") == "initial")
     like = per_problem.filter(pl.col("eval_set") == "weak_like")
@@ -188,7 +192,7 @@ def test_a_benchmark_file_with_its_own_k_is_summarised_with_the_average(tmp_path
     path = benchmark_file(tmp_path / "fresh.jsonl", fresh)
     cfg = config_with(["arith", {"name": "fresh", "file": str(path), "k": 3}])
 
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
 
     summary = json.loads(RunDir(run_dir).summary.read_text())
     augmented = summary["benchmarks"]["augmented"]
@@ -211,7 +215,7 @@ def test_held_out_sets_replace_every_problem_a_checkpoint_trained_on(run_dir: Pa
     trained = drawn.head(2).with_columns(pl.lit("syn/test").alias("source"), pl.Series("problem_id", ["s1", "s2"]))
     write_table(run_dir, "augmented", pl.concat([seed, trained.select(seed.columns)]))
 
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
 
     evaluated = read_table(run_dir, "eval/problems").filter(pl.col("eval_set") == "arith")
     assert not set(trained["problem"]) & set(evaluated["problem"])
@@ -228,7 +232,7 @@ def test_a_benchmark_sharing_a_seed_problem_is_refused_before_a_missing_checkpoi
     shutil.rmtree(run_dir / "train")
     with pytest.raises(UserError, match="benchmark 'leaky' shares 1 of its 2 problems with the run's training sets "
                                         r"\(1 in problems\)"):
-        eval_stage.run(config_with([{"name": "leaky", "file": str(path)}]), run_dir)
+        runner.run(eval_stage.STAGE, config_with([{"name": "leaky", "file": str(path)}]), run_dir)
     assert not (run_dir / "eval").exists()
 
 
@@ -242,7 +246,7 @@ def test_the_math_training_split_is_never_a_benchmark_and_the_cli_says_so_in_one
 
     shutil.rmtree(run_dir / "train")
     with pytest.raises(UserError, match="'math', the MATH training split"):
-        eval_stage.run(config_with(["math"]), run_dir)
+        runner.run(eval_stage.STAGE, config_with(["math"]), run_dir)
     save_run_config(run_dir, config_with(["math"]))
     result = CliRunner().invoke(app, ["eval", "--run", str(run_dir)])
     assert result.exit_code == 2
@@ -255,7 +259,7 @@ def test_base_is_the_init_model_and_gets_its_own_row(run_dir: Path) -> None:
     cfg = cfg.model_copy(update={"train": cfg.train.model_copy(
         update={"init_model": str(RunDir(run_dir).checkpoint("initial"))})})
 
-    eval_stage.run(cfg, run_dir)
+    runner.run(eval_stage.STAGE, cfg, run_dir)
 
     summary = json.loads(RunDir(run_dir).summary.read_text())
     assert list(summary["benchmarks"]) == ["base", "initial"]
@@ -278,3 +282,40 @@ def test_standard_errors_are_over_problems_and_paired_for_the_difference() -> No
     assert errors[eval_stage.DIFFERENCE]["pass1"] == pytest.approx(statistics.stdev([0, 1, 0, 0]) / 2)
     assert errors[eval_stage.DIFFERENCE]["avg_k"] == pytest.approx(statistics.stdev([0, 0.25, 0.25, 0.25]) / 2)
     assert "weak_like" not in eval_stage.standard_errors(per_problem, ["baseline"])["standard_errors"]
+
+
+def write_word_run(run_dir: Path) -> pl.DataFrame:
+    """Six seed problems of the word world, the subtraction ones weak, and an initial checkpoint."""
+    rows = seed_rows(3)
+    problems = pl.DataFrame({"problem_id": [row["id"] for row in rows], "problem": [row["problem"] for row in rows],
+                             "answer": [row["answer"] for row in rows], "category": [row["category"] for row in rows],
+                             "source": ["seed"] * len(rows)})
+    write_table(run_dir, "problems", problems)
+    weak = [category == "subtraction" for category in problems["category"]]
+    write_table(run_dir, "weakness", pl.DataFrame({
+        "problem_id": problems["problem_id"], "category": problems["category"], "accs": [[0.0]] * len(rows),
+        "n_record": [1] * len(rows), "max_acc": [0.0] * len(rows), "slope": [0.0] * len(rows), "weak": weak}))
+    fake_checkpoint(run_dir, "initial")
+    return problems
+
+
+def test_a_worlds_verifier_grades_every_eval_set_and_its_held_out_set_is_drawn(tmp_path: Path,
+                                                                             verifier_calls) -> None:
+    problems = write_word_run(tmp_path)
+    # The world's rules as the policy: always right, every other sample written as "Twenty Four".
+    cfg = PipelineConfig.model_validate({
+        "world": "wordsums", "roles": {"policy": {"engine": "wordsums", "model": ""}},
+        "eval": {"k": 2, "weak_k": 2, "benchmarks": ["wordsums"], "checkpoints": ["initial"]}})
+
+    eval_stage.run(cfg, tmp_path)
+
+    benchmarks = read_table(tmp_path, "eval/benchmarks")
+    assert set(benchmarks["eval_set"]) == {"wordsums", "seed"}
+    assert benchmarks["pass1"].to_list() == [1.0] * benchmarks.height  # math-verify: half the samples wrong
+    assert benchmarks["avg_k"].to_list() == [1.0] * benchmarks.height
+    summary = json.loads(RunDir(tmp_path).summary.read_text())
+    assert summary["weak_solved_initial"]["overall"] == 1.0 and summary["n_weak"] == 3
+    heldout = read_table(tmp_path, "eval/problems").filter(pl.col("eval_set") == "wordsums")
+    assert heldout.height == 8 and not set(heldout["problem"]) & set(problems["problem"])
+    references = {call[1] for call in verifier_calls() if call[0] == "equivalent"}
+    assert set(problems["answer"]) | {true_answer(problem) for problem in heldout["problem"]} <= references

@@ -4,6 +4,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import PipelineConfig
@@ -28,7 +29,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_verl_rows_follow_the_design_layout(run_dir: Path) -> None:
-    export.run(PipelineConfig(world="arith"), run_dir)
+    runner.run(export.STAGE, PipelineConfig(world="arith"), run_dir)
     rows = pl.read_parquet(export.default_export_path(run_dir, "augmented")).to_dicts()
 
     assert [row["data_source"] for row in rows] == ["arith", "arith", "syn/arith-oracle"]
@@ -44,7 +45,7 @@ def test_verl_rows_follow_the_design_layout(run_dir: Path) -> None:
 
 def test_math_world_prompts_carry_the_boxed_answer_instruction(run_dir: Path) -> None:
     out = run_dir / "elsewhere" / "train.parquet"
-    export.run(PipelineConfig(world="math"), run_dir, out=out, split="test")
+    runner.run(export.STAGE, PipelineConfig(world="math"), run_dir, out=out, split="test")
     first = pl.read_parquet(out).row(0, named=True)
     assert first["prompt"][0]["role"] == "user"
     assert first["prompt"][0]["content"].startswith("Compute 1+2.")

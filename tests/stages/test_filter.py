@@ -5,11 +5,13 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from _synthesis_run import ScriptedEngine, use_engines, write_labeled
+from word_world import problem_text, true_answer
 
-from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path
+from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import filter as stage
@@ -220,3 +222,34 @@ def test_filtering_in_waves_keeps_the_problems_of_drawing_every_sample(tmp_path)
         drawn[wave] = read_manifest(run, "score")["tokens"]["policy"]["completions"]
     assert kept[2] == kept[1] == kept[8] and len(kept[8]) > 5
     assert drawn[8] == 8 * 40 and drawn[1] < drawn[2] < drawn[8]
+
+
+def write_word_labeled(run_dir) -> dict[str, str]:
+    """labeled.parquet of the word world: three sums and their answers in words."""
+    problems = [problem_text("addition", 20, 4), problem_text("addition", 13, 8), problem_text("subtraction", 30, 9)]
+    labels = {problem: true_answer(problem) for problem in problems}
+    write_table(run_dir, "labeled", pl.DataFrame({
+        "syn_id": [f"syn-{index}" for index in range(3)], "category": ["addition", "addition", "subtraction"],
+        "concepts": [["number words"]] * 3, "level": ["easy"] * 3, "problem": problems,
+        "answer": list(labels.values()), "consistency": [1.0] * 3}))
+    return labels
+
+
+@pytest.mark.parametrize("wave", [None, 2])
+def test_a_worlds_verifier_grades_the_policy_and_finds_its_unanimous_answer(tmp_path, verifier_calls, wave):
+    labels = write_word_labeled(tmp_path)
+    # The world's rules as the policy: always right, every other sample written as "Twenty Four".
+    config = PipelineConfig.model_validate({
+        "world": "wordsums", "roles": {"policy": {"engine": "wordsums", "model": "rules"}},
+        "filter": {"rollouts": 4, "band": [0.0, 1.0], "wave": wave}})
+
+    stage.run(config, tmp_path)
+
+    # math-verify would count half the samples wrong and find two answers where the policy gave one.
+    scored = read_table(tmp_path, "scored")
+    n = 4 if wave is None else 2  # waves stop once the band [0, 1] is settled
+    assert scored.select("n", "n_correct").rows() == [(n, n)] * 3
+    assert scored["policy_answer"].str.to_lowercase().str.replace(" ", "-").to_list() == list(labels.values())
+    assert read_table(tmp_path, "filtered").height == 3
+    compared = {tuple(sorted(call[1:])) for call in verifier_calls() if call[0] == "equivalent"}
+    assert compared == {("Twenty Four", "twenty-four"), ("Twenty One", "twenty-one")}

@@ -5,6 +5,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_manifest, read_table, table_path, write_parquet, write_table
 from sws.cli import app
 from sws.config import IdentifyConfig, PipelineConfig
@@ -203,13 +204,13 @@ def test_cli_options_reach_the_rule(run_dir: Path) -> None:
 
 
 def test_manifest_skips_an_unchanged_rerun_and_reruns_on_change(run_dir: Path) -> None:
-    first = identify.run(PipelineConfig(), run_dir)
+    first = runner.run(identify.STAGE, PipelineConfig(), run_dir)
     assert not first.skipped
-    assert identify.run(PipelineConfig(), run_dir).skipped
-    assert not identify.run(PipelineConfig(), run_dir, force=True).skipped
-    assert not identify.run(PipelineConfig.model_validate({"identify": {"min_records": 2}}), run_dir).skipped
+    assert runner.run(identify.STAGE, PipelineConfig(), run_dir).skipped
+    assert not runner.run(identify.STAGE, PipelineConfig(), run_dir, force=True).skipped
+    assert not runner.run(identify.STAGE, PipelineConfig.model_validate({"identify": {"min_records": 2}}), run_dir).skipped
     write_table(run_dir, "rollouts", rollouts_table({"a1": [0.0, 0.0]}))
-    result = identify.run(PipelineConfig.model_validate({"identify": {"min_records": 2}}), run_dir)
+    result = runner.run(identify.STAGE, PipelineConfig.model_validate({"identify": {"min_records": 2}}), run_dir)
     assert not result.skipped and result.info["n_weak"] == 1
 
 
@@ -236,12 +237,12 @@ def test_bad_rollouts_exit_2_with_one_line_and_write_nothing(run_dir: Path, roll
 
 
 def test_a_failed_rerun_keeps_the_previous_outputs(run_dir: Path) -> None:
-    identify.run(PipelineConfig(), run_dir)
+    runner.run(identify.STAGE, PipelineConfig(), run_dir)
     before = table_path(run_dir, "weakness").read_bytes()
     write_parquet(pl.DataFrame({"step": [1], "problem_id": ["a1"], "n": [4], "n_correct": [9]}),
                   table_path(run_dir, "rollouts"))
     with pytest.raises(UserError):
-        identify.run(PipelineConfig(), run_dir)
+        runner.run(identify.STAGE, PipelineConfig(), run_dir)
     assert table_path(run_dir, "weakness").read_bytes() == before
 
 
@@ -260,4 +261,4 @@ def test_missing_inputs_and_bad_options_exit_2(tmp_path: Path, run_dir: Path) ->
 def test_duplicate_problem_ids_are_an_error(run_dir: Path) -> None:
     write_table(run_dir, "problems", problems_table({"a1": "algebra"}).vstack(problems_table({"a1": "algebra"})))
     with pytest.raises(UserError, match="'problem_id' repeats"):
-        identify.run(PipelineConfig(), run_dir)
+        runner.run(identify.STAGE, PipelineConfig(), run_dir)

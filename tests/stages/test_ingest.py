@@ -4,6 +4,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_table, table_path, write_table
 from sws.cli import app
 from sws.config import PipelineConfig
@@ -103,7 +104,7 @@ def test_missing_log_or_problems_exit_2(run_dir: Path, tmp_path: Path) -> None:
 def test_unchanged_ingest_is_skipped(run_dir: Path) -> None:
     cfg = PipelineConfig.model_validate(
         {"ingest": {"format": "verl", "path": str(FIXTURES / "verl_dumps" / "with_problem_id")}})
-    assert not ingest.run(cfg, run_dir).skipped
-    assert ingest.run(cfg, run_dir).skipped
+    assert not runner.run(ingest.STAGE, cfg, run_dir).skipped
+    assert runner.run(ingest.STAGE, cfg, run_dir).skipped
     with pytest.raises(UserError, match="no rollout log given"):
-        ingest.run(PipelineConfig(), run_dir)
+        runner.run(ingest.STAGE, PipelineConfig(), run_dir)

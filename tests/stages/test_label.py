@@ -5,6 +5,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
+from word_world import WordEngine, canonical, problem_text
 
 from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
@@ -230,3 +231,28 @@ def test_labeling_in_waves_keeps_the_problems_and_labels_of_drawing_every_sample
         assert kept == full
         assert funnel["completions"] < full_funnel["completions"]
     assert runs[1][1]["completions"] < runs[3][1]["completions"]
+
+
+def test_a_worlds_verifier_extracts_and_groups_the_labels_the_worlds_prompt_asks_for(
+    tmp_path: Path, monkeypatch, verifier_calls,
+) -> None:
+    problems = [problem_text("addition", 20, 4), problem_text("subtraction", 30, 9)]
+    write_rated(tmp_path, problems)
+    rules = WordEngine(scripted_role("rules"))
+    labeler = ScriptedEngine(rules.answer)
+    use_engines(monkeypatch, {"rules": labeler})
+    # The world's labeler states every other sample as "Twenty Four": math-verify would split them in two.
+    config = PipelineConfig.model_validate({"world": "wordsums", "synthesize": {"label_samples": 4,
+                                                                               "min_consistency": 0.75}})
+
+    label.run(config, tmp_path)
+
+    labeled = read_table(tmp_path, "labeled")
+    assert [canonical(answer) for answer in labeled["answer"]] == ["twenty four", "twenty one"]
+    assert labeled["consistency"].to_list() == [1.0, 1.0]
+    assert sorted(labeled["answers"][0].to_list()) == ["Twenty Four", "Twenty Four", "twenty-four", "twenty-four"]
+    calls = verifier_calls()
+    assert {tuple(sorted(call[1:])) for call in calls if call[0] == "equivalent"} == {
+        ("Twenty Four", "twenty-four"), ("Twenty One", "twenty-one")}
+    assert sum(call[0] == "extract" for call in calls) == 8
+    assert all("Result: <the number, in words>" in request.messages[0]["content"] for request in labeler.requests)

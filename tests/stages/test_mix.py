@@ -3,6 +3,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sws import runner
 from sws.artifacts import read_manifest, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -38,7 +39,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_augmented_is_seed_plus_synthetic_with_source_marked(run_dir: Path) -> None:
     write_table(run_dir, "filtered", filtered_problems(["Compute 11+12.", "Compute 13+14."]))
     cfg = PipelineConfig()
-    result = mix.run(cfg, run_dir)
+    result = runner.run(mix.STAGE, cfg, run_dir)
 
     augmented = read_table(run_dir, "augmented")
     assert augmented.height == 5
@@ -54,7 +55,7 @@ def test_augmented_is_seed_plus_synthetic_with_source_marked(run_dir: Path) -> N
 def test_duplicates_of_seed_or_of_each_other_go_to_the_sidecar(run_dir: Path) -> None:
     texts = ["compute  1+2.", "Compute 20+21.", "Compute 20 + 21.", "COMPUTE 20+21."]
     write_table(run_dir, "filtered", filtered_problems(texts, ["s1", "s2", "s3", "p2"]))
-    mix.run(PipelineConfig(), run_dir)
+    runner.run(mix.STAGE, PipelineConfig(), run_dir)
 
     augmented = read_table(run_dir, "augmented")
     # One rule for a duplicate everywhere (`problem_key`): case, spacing around symbols, closing punctuation.
@@ -71,7 +72,7 @@ def test_duplicates_of_seed_or_of_each_other_go_to_the_sidecar(run_dir: Path) ->
 
 def test_a_taken_id_is_rejected(run_dir: Path) -> None:
     write_table(run_dir, "filtered", filtered_problems(["Compute 30+31."], ["p1"]))
-    mix.run(PipelineConfig(), run_dir)
+    runner.run(mix.STAGE, PipelineConfig(), run_dir)
     rejected = pl.read_parquet(rejected_path(run_dir, "augmented"))
     assert rejected["reject_reason"].to_list() == ["duplicate_id"]
     assert read_table(run_dir, "augmented").height == 3
@@ -79,15 +80,15 @@ def test_a_taken_id_is_rejected(run_dir: Path) -> None:
 
 def test_rerun_is_skipped_until_an_input_changes(run_dir: Path) -> None:
     write_table(run_dir, "filtered", filtered_problems(["Compute 11+12."]))
-    assert not mix.run(PipelineConfig(), run_dir).skipped
-    assert mix.run(PipelineConfig(), run_dir).skipped
+    assert not runner.run(mix.STAGE, PipelineConfig(), run_dir).skipped
+    assert runner.run(mix.STAGE, PipelineConfig(), run_dir).skipped
     write_table(run_dir, "filtered", filtered_problems(["Compute 11+12.", "Compute 40+41."]))
-    assert not mix.run(PipelineConfig(), run_dir).skipped
+    assert not runner.run(mix.STAGE, PipelineConfig(), run_dir).skipped
     assert read_table(run_dir, "augmented").height == 5
 
 
 def test_missing_filtered_names_the_command_and_writes_nothing(run_dir: Path) -> None:
     with pytest.raises(UserError, match="sws filter"):
-        mix.run(PipelineConfig(), run_dir)
+        runner.run(mix.STAGE, PipelineConfig(), run_dir)
     assert not table_path(run_dir, "augmented").exists()
     assert read_manifest(run_dir, "mix") is None

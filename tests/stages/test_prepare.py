@@ -5,6 +5,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import SCHEMAS, read_table, rejected_path, table_path
 from sws.cli import app
 from sws.config import PipelineConfig, PrepareConfig
@@ -28,7 +29,7 @@ def prepared(tmp_path: Path, rows: list[dict], **settings) -> tuple[pl.DataFrame
     source = write_json_list(tmp_path / "seed.json", rows)
     run_dir = tmp_path / "run"
     cfg = PipelineConfig(prepare=PrepareConfig(input=str(source), **settings))
-    prepare.run(cfg, run_dir)
+    runner.run(prepare.STAGE, cfg, run_dir)
     return read_table(run_dir, "problems"), pl.read_parquet(rejected_path(run_dir, "problems"))
 
 
@@ -233,10 +234,10 @@ def test_a_repeated_given_id_is_rejected(tmp_path):
 def test_a_stage_with_unchanged_input_is_skipped_and_a_changed_one_reruns(tmp_path):
     source = write_json_list(tmp_path / "seed.json", [{"problem": "p", "answer": "1"}])
     cfg = PipelineConfig(prepare=PrepareConfig(input=str(source)))
-    assert not prepare.run(cfg, tmp_path / "run").skipped
-    assert prepare.run(cfg, tmp_path / "run").skipped
+    assert not runner.run(prepare.STAGE, cfg, tmp_path / "run").skipped
+    assert runner.run(prepare.STAGE, cfg, tmp_path / "run").skipped
     write_json_list(source, [{"problem": "p", "answer": "1"}, {"problem": "q", "answer": "2"}])
-    result = prepare.run(cfg, tmp_path / "run")
+    result = runner.run(prepare.STAGE, cfg, tmp_path / "run")
     assert not result.skipped
     assert result.rows["problems"] == 2
 
@@ -294,5 +295,5 @@ def test_max_problems_draws_a_seeded_sample_in_file_order(tmp_path):
 
 def prepare_math500(run_dir, **settings):
     cfg = PipelineConfig.model_validate({"prepare": {"input": str(DATA / "math500.json"), **settings}})
-    prepare.run(cfg, run_dir)
+    runner.run(prepare.STAGE, cfg, run_dir)
     return run_dir

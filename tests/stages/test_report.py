@@ -6,6 +6,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sws import runner
 from sws.artifacts import (
     SCHEMAS,
     StageResult,
@@ -98,7 +99,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_table(tmp_path, "rated", rated)
     write_funnel(tmp_path, "extract", 7, 7, [])
     write_funnel(tmp_path, "generate", 20, 15, ["multi_part"] * 3 + ["proof"] * 2)
-    report.run(PipelineConfig(), tmp_path)  # every teacher role defaults to the arith oracle
+    runner.run(report.STAGE, PipelineConfig(), tmp_path)  # every teacher role defaults to the arith oracle
     return tmp_path
 
 
@@ -141,9 +142,9 @@ def test_oracle_is_labelled_a_rule_based_stand_in(full_run: Path, page: str) -> 
     cfg = PipelineConfig.model_validate({"roles": {
         "extractor": real.model_dump(), "generator": real.model_dump(), "labeler": real.model_dump(),
         "judges": [real.model_dump()]}})
-    report.run(cfg, full_run, force=True)
+    runner.run(report.STAGE, cfg, full_run, force=True)
     assert "rule-based stand-in" not in RunDir(full_run).report.read_text()
-    report.run(PipelineConfig(), full_run, force=True)
+    runner.run(report.STAGE, PipelineConfig(), full_run, force=True)
 
 
 def test_weakness_mitigation_table_shows_each_checkpoint(page: str) -> None:
@@ -195,7 +196,7 @@ def test_teachability_and_gradient_share(page: str) -> None:
 
 
 def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> None:
-    report.run(PipelineConfig(), tmp_path)
+    runner.run(report.STAGE, PipelineConfig(), tmp_path)
     found = sections(RunDir(tmp_path).report.read_text())
     assert "sws identify" in found["Categories: fail ratio and synthesis budget"]
     assert "sws filter" in found["Difficulty band: accuracy of the initial policy on the labeled synthetic problems"]
@@ -216,7 +217,7 @@ def test_contamination_section_lists_the_closest_pairs_from_generate(tmp_path: P
     run_stage(tmp_path, "generate", config={}, inputs=[], outputs=[],
               body=lambda: StageResult("generate", info={"closest_benchmark_pairs": pairs}))
 
-    section = report.contamination_section(report.Page(tmp_path, PipelineConfig()))
+    section = report.contamination_section(report.Page(runner.context(report.STAGE, PipelineConfig(), tmp_path)))
 
     assert section.body.count("<tr>") == 11  # the header and ten pairs, nearest first
     assert section.body.index("Generated 0") < section.body.index("Generated 9")
@@ -245,7 +246,7 @@ def test_the_audit_and_the_tokens_of_each_step_are_reported(tmp_path: Path) -> N
         "n": [8, 8], "n_correct": [2, 6], "accuracy": [0.25, 0.75], "round": [0, 0]}))
     cfg = PipelineConfig()
     cfg.pricing = {"labeler": Price(input=2.0, output=10.0)}
-    report.run(cfg, tmp_path)
+    runner.run(report.STAGE, cfg, tmp_path)
     found = sections(RunDir(tmp_path).report.read_text())
     assert "an estimated 10.0% of the labels are wrong (95% interval 4.0% to 23.1%)" in found["Label audit"]
     used = found["Tokens and cost"]
@@ -256,7 +257,7 @@ def test_the_audit_and_the_tokens_of_each_step_are_reported(tmp_path: Path) -> N
 
 
 def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp_path: Path) -> None:
-    report.run(PipelineConfig(), tmp_path)
+    runner.run(report.STAGE, PipelineConfig(), tmp_path)
     assert "No ledger here" in sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
     write_table(tmp_path, "ledger", pl.DataFrame({
         "round": [1, 1, 2, 2, 2], "problem_id": ["a", "b", "a", "b", "c"],
@@ -269,14 +270,17 @@ def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp
     write_table(second, "eval/weakness", pl.DataFrame({
         "checkpoint": ["initial", "augmented"], "category": ["overall"] * 2, "n_weak": [2, 2], "n_solved": [0, 1],
         "solved": [0.0, 0.5], "avg_k": [0.1, 0.4]}))
-    report.run(PipelineConfig(), tmp_path)  # the ledger is an input: the report is written again
+    two_rounds = PipelineConfig.model_validate({"rounds": {"n": 2}})
+    runner.run(report.STAGE, two_rounds, tmp_path)  # the ledger is an input: the report is written again
     body = sections(RunDir(tmp_path).report.read_text())["Rounds: weaknesses across rounds"]
     assert len(re.findall(r'src="data:image/png;base64,', body)) == 2
     assert "<td>new</td><td>resolved</td><td>1</td>" in body  # a round-1 weak problem resolved in round 2
     assert "<td>(not weak yet)</td><td>new</td><td>1</td>" in body
-    assert "<h3>Round 2" in body and "<td>0.500</td>" in body
+    round_two = body.split("<h3>Round 2")[1]
+    assert "<th>category</th><th>initial</th><th>augmented</th>" in round_two
+    assert "<td>overall</td><td>0.000</td><td>0.500</td>" in round_two
     assert "Ledger (5 rows" in body
-    report.run(PipelineConfig(), second)
+    runner.run(report.STAGE, two_rounds, second)
     own = sections(RunDir(second).report.read_text())["Rounds: weaknesses across rounds"]
     assert f"This is round 2 of {tmp_path}" in own and str(RunDir(tmp_path).report) in own
 
@@ -306,7 +310,7 @@ def test_the_three_arms_section_compares_seed_only_synthetic_and_selected(tmp_pa
     write_table(tmp_path, "eval/benchmarks", eval_stage.benchmark_table(per_problem))
     write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
     cfg = PipelineConfig.model_validate({"select": {"arm": True}, "mix": {"sources": ["synthetic"]}})
-    report.run(cfg, tmp_path)
+    runner.run(report.STAGE, cfg, tmp_path)
 
     body = sections(RunDir(tmp_path).report.read_text())[
         "Synthesis against selection: seed only, synthetic and selected on the same steps"]

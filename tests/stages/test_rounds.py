@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sws import runner
 from sws.artifacts import read_table, write_table
 from sws.config import IdentifyConfig, PipelineConfig, parse_config
 from sws.errors import UserError
@@ -36,7 +37,7 @@ def statuses(ledger: pl.DataFrame, number: int) -> dict[str, str]:
 
 def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() -> None:
     names = [stage.name for stage in rounds.later_round_stages()]
-    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_augmented",
+    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_continuations",
                      "train_selected", "eval", "report"]
 
 
@@ -83,23 +84,23 @@ def test_verdict_shares_count_every_judge_and_unusable_verdicts() -> None:
     assert rounds.verdict_shares([])["perfect"] is None
 
 
-def summary_rows(run_dir: Path, rows: list[dict]) -> None:
-    write_table(run_dir, "rounds_summary", pl.DataFrame(rows, schema={
-        "round": pl.Int64, "n_weak": pl.Int64, "n_kept": pl.Int64, "resolved_share": pl.Float64}))
+def summary_rows(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"round": pl.Int64, "n_weak": pl.Int64, "n_kept": pl.Int64,
+                                      "resolved_share": pl.Float64})
 
 
-def test_stop_rule(tmp_path: Path) -> None:
+def test_stop_rule() -> None:
     cfg = parse_config({"rounds": {"n": 5, "stop_when": {"resolved_stops_rising": True, "min_kept": 3}}}, "test")
-    summary_rows(tmp_path, [{"round": 1, "n_weak": 9, "n_kept": 4, "resolved_share": None},
-                            {"round": 2, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3}])
-    assert rounds.stop_reason(cfg, tmp_path) is None
-    summary_rows(tmp_path, [{"round": 1, "n_weak": 9, "n_kept": 4, "resolved_share": None},
-                            {"round": 2, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3},
-                            {"round": 3, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3}])
-    assert "stopped rising in round 3" in rounds.stop_reason(cfg, tmp_path)
-    summary_rows(tmp_path, [{"round": 1, "n_weak": 9, "n_kept": 2, "resolved_share": None}])
-    assert "kept 2 problems, fewer than rounds.stop_when.min_kept = 3" in rounds.stop_reason(cfg, tmp_path)
-    assert rounds.stop_reason(PipelineConfig(), tmp_path) is None
+    rising = summary_rows([{"round": 1, "n_weak": 9, "n_kept": 4, "resolved_share": None},
+                           {"round": 2, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3}])
+    assert rounds.stop_reason(cfg, rising) is None
+    flat = summary_rows([{"round": 1, "n_weak": 9, "n_kept": 4, "resolved_share": None},
+                         {"round": 2, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3},
+                         {"round": 3, "n_weak": 6, "n_kept": 4, "resolved_share": 0.3}])
+    assert "stopped rising in round 3" in rounds.stop_reason(cfg, flat)
+    few = summary_rows([{"round": 1, "n_weak": 9, "n_kept": 2, "resolved_share": None}])
+    assert "kept 2 problems, fewer than rounds.stop_when.min_kept = 3" in rounds.stop_reason(cfg, few)
+    assert rounds.stop_reason(PipelineConfig(), few) is None
 
 
 def problems_table(ids: list[str]) -> pl.DataFrame:
@@ -120,7 +121,7 @@ def finished_round_1(run_dir: Path) -> None:
 
 def test_a_later_round_takes_the_augmented_set_log_and_policy_of_the_round_before(tmp_path: Path) -> None:
     finished_round_1(tmp_path)
-    rounds.wire_round(PipelineConfig(), tmp_path, 2)
+    runner.run(rounds.INPUTS, PipelineConfig(), RunDir(tmp_path).round(2).root)
     second = RunDir(tmp_path).round(2)
     assert second.root == tmp_path / "rounds" / "2"
     assert second.round_of == RunDir(tmp_path) and RunDir(tmp_path).round_of is None
@@ -130,7 +131,7 @@ def test_a_later_round_takes_the_augmented_set_log_and_policy_of_the_round_befor
     assert second.initial_checkpoint.resolve() == RunDir(tmp_path).checkpoint("augmented").resolve()
     assert not Path(second.initial_checkpoint.readlink()).is_absolute()  # the run folder can move
     manifest = (second.manifest("rounds_inputs")).read_text()
-    rounds.wire_round(PipelineConfig(), tmp_path, 2)
+    runner.run(rounds.INPUTS, PipelineConfig(), RunDir(tmp_path).round(2).root)
     assert second.manifest("rounds_inputs").read_text() == manifest  # current: skipped
 
 
@@ -138,7 +139,7 @@ def test_a_later_round_needs_the_round_before_to_be_trained(tmp_path: Path) -> N
     finished_round_1(tmp_path)
     (RunDir(tmp_path).checkpoint("augmented") / "config.json").unlink()
     with pytest.raises(UserError, match="not a trained model"):
-        rounds.wire_round(PipelineConfig(), tmp_path, 2)
+        runner.run(rounds.INPUTS, PipelineConfig(), RunDir(tmp_path).round(2).root)
 
 
 # A chat template that hands the tiny arith policy a teacher's prompt as plain text.
@@ -168,8 +169,8 @@ def test_a_self_evolving_round_measures_how_the_policy_rates_its_own_problems(tm
     steps = pipeline.pipeline_steps(cfg)
     for step in steps[:[step.name for step in steps].index("synthesize") + 1]:
         step.run(cfg, tmp_path, False)
-    rounds.rate_with_reference(cfg, tmp_path)
-    rounds.update_ledger(cfg, tmp_path, 1)
+    runner.run(rounds.REFERENCE_RATING, cfg, tmp_path)
+    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=1)
 
     rated = pl.concat([read_table(tmp_path, "rated").select("verdicts"),
                        pl.read_parquet(RunDir(tmp_path).rejected("rated")).select("verdicts")])
@@ -184,3 +185,23 @@ def test_a_self_evolving_round_measures_how_the_policy_rates_its_own_problems(tm
         assert all(share is not None and 0.0 <= share <= 1.0 for share in shares), (who, shares)
         assert sum(shares) == pytest.approx(1.0)
     print({name: value for name, value in row.items() if name.startswith(("self_", "judge_", "reference_"))})
+
+
+def test_the_ledger_reads_each_round_from_its_folder_and_needs_every_rounds_weakness(tmp_path: Path) -> None:
+    from sws.artifacts import write_json
+
+    cfg = parse_config({"rounds": 3}, "test")
+    second = RunDir(tmp_path).round(2)
+    write_table(tmp_path, "weakness", weakness([("a", 2, True), ("b", 2, True)]))
+    write_table(second.root, "weakness", weakness([("a", 2, False), ("b", 2, True)]))
+    write_json(second.summary, {"weak_solved_augmented": {"overall": 0.5, "per_category": {}}})
+
+    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=2)
+
+    ledger = read_table(tmp_path, "ledger")
+    assert statuses(ledger, 2) == {"a": "resolved", "b": "persisting"}
+    per_round = read_table(tmp_path, "rounds_summary")
+    assert per_round["weak_solved_augmented"].to_list() == [None, 0.5]
+    assert per_round["resolved_share"].to_list() == [None, 0.5]
+    with pytest.raises(UserError, match=r"rounds/3/weakness.parquet: not found"):
+        runner.run(rounds.LEDGER, cfg, tmp_path, rounds=3)

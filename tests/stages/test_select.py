@@ -6,6 +6,7 @@ import pytest
 from _synthesis_run import write_identified_run
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_table, rejected_path, table_path, write_table
 from sws.budget import largest_remainder
 from sws.cli import app
@@ -38,7 +39,7 @@ def selected_run(tmp_path: Path) -> tuple[Path, PipelineConfig, pl.DataFrame]:
     pool = write_pool(tmp_path / "pool.jsonl", problems, tmp_path / "benchmark.jsonl")
     cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30},
                                          "synthesize": {"reference_files": [str(tmp_path / "benchmark.jsonl")]}})
-    stage.run(cfg, run_dir)
+    runner.run(stage.STAGE, cfg, run_dir)
     return run_dir, cfg, problems
 
 
@@ -81,10 +82,10 @@ def test_mix_adds_the_selected_problems_when_they_are_asked_for(selected_run) ->
     write_table(run_dir, "filtered", pl.DataFrame(schema={
         "syn_id": pl.Utf8, "category": pl.Utf8, "problem": pl.Utf8, "answer": pl.Utf8, "n": pl.Int64,
         "n_correct": pl.Int64, "accuracy": pl.Float64, "round": pl.Int64}))
-    mix.run(cfg, run_dir)
+    runner.run(mix.STAGE, cfg, run_dir)
     assert read_table(run_dir, "augmented").height == problems.height + 30
     only_synthetic = cfg.model_copy(update={"mix": cfg.mix.model_copy(update={"sources": ["synthetic"]})})
-    mix.run(only_synthetic, run_dir)
+    runner.run(mix.STAGE, only_synthetic, run_dir)
     assert read_table(run_dir, "augmented").height == problems.height
 
 
@@ -93,7 +94,7 @@ def test_the_command_comes_from_the_declaration_and_a_missing_pool_is_one_line(t
     result = CliRunner().invoke(app, ["select", "--run", str(tmp_path), "--pool", str(tmp_path / "none.jsonl")])
     assert result.exit_code == 2 and "none.jsonl: file not found (select.pool)" in result.output
     with pytest.raises(UserError, match="select.pool: no pool given, and world 'math' draws none"):
-        stage.run(PipelineConfig(world="math"), tmp_path)
+        runner.run(stage.STAGE, PipelineConfig(world="math"), tmp_path)
 
 
 def test_without_a_pool_the_arith_world_draws_one_and_selection_takes_as_many_as_the_filter_kept(
@@ -106,7 +107,7 @@ def test_without_a_pool_the_arith_world_draws_one_and_selection_takes_as_many_as
         "n_correct": [2] * 17, "accuracy": [0.5] * 17, "round": [0] * 17}))
     cfg = PipelineConfig.model_validate({"arith": {"n_pool_problems": 300, "n_eval_per_category": 5}})
 
-    result = stage.run(cfg, tmp_path)
+    result = runner.run(stage.STAGE, cfg, tmp_path)
 
     pool = pl.read_ndjson(RunDir(tmp_path).pool_file("arith"))
     assert pool.height == 300 and not set(pool["problem"]) & set(problems["problem"])
@@ -121,7 +122,7 @@ def test_the_selected_arm_trains_on_seed_and_selected_only(selected_run) -> None
     run_dir, cfg, problems = selected_run
     arm = PipelineConfig.model_validate({**cfg.model_dump(mode="json"), "select": {
         **cfg.select.model_dump(mode="json"), "arm": True}, "mix": {"sources": ["synthetic"]}})
-    mix.run_selected(arm, run_dir)
+    runner.run(mix.SELECTED, arm, run_dir)
     selected_mix = read_table(run_dir, "selected_mix")
     assert selected_mix.head(problems.height).equals(problems.select(selected_mix.columns))
     assert selected_mix.slice(problems.height)["problem_id"].to_list() == read_table(run_dir, "selected")[
@@ -152,7 +153,7 @@ def test_a_pool_without_categories_is_labeled_by_the_categorizer_first(tmp_path:
     pool.write_text("".join(json.dumps(row) + "\n" for row in rows))
     cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30},
                                          "prepare": {"categorize": True}})
-    stage.run(cfg, run_dir)
+    runner.run(stage.STAGE, cfg, run_dir)
     selected = read_table(run_dir, "selected")
     assert selected.height == 30
     assert all(truth[problem] == category for problem, category in selected.select("problem", "category").iter_rows())
@@ -167,7 +168,7 @@ def test_with_the_band_only_problems_the_policy_solves_sometimes_stay(tmp_path: 
     policy = {"engine": "oracle", "model": "arith-oracle", "options": {"labeler_error": 0.5}}
     cfg = PipelineConfig.model_validate({"select": {"pool": str(pool), "budget": 30, "band": True},
                                          "roles": {"policy": policy}, "filter": {"rollouts": 4}})
-    stage.run(cfg, run_dir)
+    runner.run(stage.STAGE, cfg, run_dir)
     selected = read_table(run_dir, "selected")
     rejected = pl.read_parquet(rejected_path(run_dir, "selected"))
     out_of_band = rejected.filter(pl.col("reject_reason").str.starts_with("too "))

@@ -18,6 +18,7 @@ from sws.errors import UserError
 from sws.funnel import read_budget_spending, read_funnel, token_usage
 from sws.stages import synthesize
 from sws.worlds.arith import solve
+from sws.worlds.arith.world import ORACLE
 
 OUTPUTS = ("concepts", "concept_sets", "synthetic", "rated", "labeled")
 FILTERS = ("concepts", "synthetic", "rated", "labeled")
@@ -85,7 +86,7 @@ def test_rerun_skips_every_current_step(tmp_path: Path) -> None:
     assert again.info["funnel"] == first.info["funnel"]
     assert all(read_manifest(tmp_path, step) is not None for step in synthesize.steps_on(config))
     # a changed setting reruns its step and the steps after it (their inputs changed)
-    config.roles.judges = [EngineConfig(options={"judge_error": 1.0})]
+    config.roles.judges = [EngineConfig(**ORACLE, options={"judge_error": 1.0})]
     changed = synthesize.run(config, tmp_path, steps=["rate", "label"])
     assert changed.info["funnel"][0]["kept"] < first.info["funnel"][3]["kept"]
 
@@ -157,7 +158,7 @@ def test_every_step_runs_on_the_hf_engine_with_the_tiny_policy(tmp_path: Path) -
     synthesize.run(config, run)
     # then each role on hf in turn, with oracle upstream so that it has real input; "policy" is the
     # weak-to-strong student, asked only about problems the (oracle) teacher labeled consistently
-    oracle = EngineConfig()
+    oracle = EngineConfig(**ORACLE)
     funnels = {}
     for role in ("extractor", "generator", "judges", "labeler", "policy"):
         for other in ("extractor", "generator", "labeler"):

@@ -9,11 +9,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from word_world import seed_rows
 
+from sws import runner
+from sws.arms import arm
 from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import train as stage
+from sws.training.rewards import RewardBatch, register_reward
 from sws.worlds.arith import build_policy, generate_problems
 
 SWS = str(Path(sys.executable).parent / "sws")
@@ -48,7 +52,7 @@ def test_augmented_and_baseline_need_the_initial_checkpoint(tmp_path, tiny_polic
 
     for kind in ("augmented", "baseline"):
         with pytest.raises(UserError, match="sws train initial"):
-            stage.run(quick_config(tiny_policy), tmp_path, kind=kind)
+            runner.run(stage.STAGES[kind], quick_config(tiny_policy), tmp_path)
     assert not (tmp_path / "train").exists()
 
 
@@ -57,14 +61,14 @@ def test_outside_the_arith_world_the_initial_model_must_be_named(tmp_path):
     cfg = PipelineConfig.model_validate({"world": "math"})
 
     with pytest.raises(UserError, match="'train.init_model' is empty"):
-        stage.run(cfg, tmp_path, kind="initial")
+        runner.run(stage.STAGES["initial"], cfg, tmp_path)
 
 
 def test_the_baseline_trains_as_long_as_the_augmented_run_unless_told_otherwise(tiny_policy):
-    assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7), "baseline") == 7
-    assert stage.training_steps(quick_config(tiny_policy, baseline_steps=5), "baseline") == 5
-    assert stage.training_steps(quick_config(tiny_policy, initial_steps=9), "initial") == 9
-    assert stage.training_steps(quick_config(tiny_policy, augmented_steps=7, baseline_steps=5), "selected") == 7
+    assert arm("baseline").steps(quick_config(tiny_policy, augmented_steps=7)) == 7
+    assert arm("baseline").steps(quick_config(tiny_policy, baseline_steps=5)) == 5
+    assert arm("initial").steps(quick_config(tiny_policy, initial_steps=9)) == 9
+    assert arm("selected").steps(quick_config(tiny_policy, augmented_steps=7, baseline_steps=5)) == 7
 
 
 @pytest.mark.slow
@@ -72,9 +76,9 @@ def test_the_selected_arm_trains_from_initial_on_seed_and_selected_only_as_long_
     write_seed_problems(tmp_path)
     write_seed_problems(tmp_path, "selected_mix", n=20)
     cfg = quick_config(tiny_policy, baseline_steps=3)
-    stage.run(cfg, tmp_path, kind="initial")
+    runner.run(stage.STAGES["initial"], cfg, tmp_path)
 
-    result = stage.run(cfg, tmp_path, kind="selected")
+    result = runner.run(stage.STAGES["selected"], cfg, tmp_path)
 
     assert result.info["steps"] == 2 and read_table(tmp_path, "train/selected/curve")["step"].to_list() == [1, 2]
     assert set(read_table(tmp_path, "train/selected/rollouts")["problem_id"]) <= {
@@ -89,10 +93,10 @@ def test_initial_then_augmented_and_baseline_runs_write_their_artifacts(tmp_path
     write_seed_problems(tmp_path, "augmented", n=20)
     cfg = quick_config(tiny_policy)
 
-    initial = stage.run(cfg, tmp_path, kind="initial")
-    skipped = stage.run(cfg, tmp_path, kind="initial")
-    augmented = stage.run(cfg, tmp_path, kind="augmented")
-    baseline = stage.run(cfg, tmp_path, kind="baseline")
+    initial = runner.run(stage.STAGES["initial"], cfg, tmp_path)
+    skipped = runner.run(stage.STAGES["initial"], cfg, tmp_path)
+    augmented = runner.run(stage.STAGES["augmented"], cfg, tmp_path)
+    baseline = runner.run(stage.STAGES["baseline"], cfg, tmp_path)
 
     rollouts = read_table(tmp_path, "rollouts")
     assert rollouts["step"].to_list() == [1, 1, 2, 2, 3, 3]
@@ -115,18 +119,18 @@ def test_augmented_and_baseline_side_by_side_train_exactly_as_one_after_the_othe
     first = tmp_path / "one-after-the-other"
     write_seed_problems(first)
     write_seed_problems(first, "augmented", n=20)
-    stage.run(quick_config(tiny_policy), first, kind="initial")
+    runner.run(stage.STAGES["initial"], quick_config(tiny_policy), first)
     second = tmp_path / "side-by-side"
     shutil.copytree(first, second)
 
-    stage.run_continuations(quick_config(tiny_policy, side_by_side=False), first)
-    stage.run_continuations(quick_config(tiny_policy, side_by_side=True), second)
+    stage.train_group("continuations", quick_config(tiny_policy, side_by_side=False), first)
+    stage.train_group("continuations", quick_config(tiny_policy, side_by_side=True), second)
 
-    for kind in stage.CONTINUATIONS:
+    for kind in ("baseline", "augmented"):
         assert read_table(second, f"train/{kind}/rollouts").equals(read_table(first, f"train/{kind}/rollouts"))
         assert "train " + kind in (second / "train" / kind / "log.txt").read_text()
         assert json.loads((second / "train" / kind / "progress.json").read_text())["step"] == 2
-    rerun = stage.run_continuations(quick_config(tiny_policy, side_by_side=True), second)
+    rerun = stage.train_group("continuations", quick_config(tiny_policy, side_by_side=True), second)
     assert all(result.skipped for result in rerun)
 
 
@@ -165,4 +169,33 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
     result = subprocess.run([SWS, "train", "final", "--run", str(tmp_path)], capture_output=True, text=True)
 
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, augmented, baseline, selected"
+    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, baseline, augmented, selected"
+
+
+@register_reward("a_quarter")
+def a_quarter(batch: RewardBatch) -> list[float]:
+    """A tiny reward for the tests: a quarter for every completion, whatever it says."""
+    return [0.25] * len(batch.completions)
+
+
+def test_a_run_trains_with_the_registered_reward_and_logs_the_worlds_verdicts(tmp_path, tiny_policy, verifier_calls):
+    write_table(tmp_path, "problems", pl.DataFrame(seed_rows(4)).rename({"id": "problem_id"}).with_columns(
+        source=pl.lit("seed")))
+    cfg = PipelineConfig.model_validate({"world": "wordsums", "train": {
+        "init_model": str(tiny_policy), "reward": "a_quarter", "initial_steps": 2, "batch_size": 2,
+        "num_generations": 2, "max_completion_length": 8}})
+
+    runner.run(stage.STAGES["initial"], cfg, tmp_path)
+
+    assert read_table(tmp_path, "train/initial/curve")["reward"].to_list() == [0.25, 0.25]
+    rollouts = read_table(tmp_path, "rollouts")
+    assert rollouts["n"].to_list() == [2] * 4 and rollouts["n_correct"].sum() == 0  # an untrained policy
+    assert sum(call[0] == "extract" for call in verifier_calls()) == 2 * 2 * 2
+
+
+def test_a_reward_nobody_registered_is_one_line_naming_the_field(tmp_path, tiny_policy):
+    write_seed_problems(tmp_path)
+    with pytest.raises(UserError, match="field 'train.reward' is 'nowhere', which no reward is registered as; "
+                                        "use one of: .*a_quarter.*correct"):
+        runner.run(stage.STAGES["initial"], quick_config(tiny_policy, reward="nowhere"), tmp_path)
+    assert not (tmp_path / "train").exists()

@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.training import TrainJob, train
+from sws.training.rewards import correct
 from sws.training.rollout_log import RolloutLog
 from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
 from sws.training.trl_launch import job_file, log_history_file, write_launch
@@ -31,7 +32,7 @@ def make_job(out_dir, init_model, steps=4, identity="job-a", n_problems=12):
             "problem": [problem.problem for problem in problems],
             "answer": [problem.answer for problem in problems],
         }),
-        init_model=init_model, out_dir=out_dir, steps=steps, world="arith", seed=0, identity=identity,
+        init_model=init_model, reward=correct, out_dir=out_dir, steps=steps, world="arith", seed=0, identity=identity,
         config_file=out_dir / "config.yaml",
     )
 
@@ -177,7 +178,7 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
 
     # Each problem's answer says how its group of 4 is graded: all right, half right, or none (the tiny policy
     # solves nothing, so the grading is scripted; real grading is tested in test_reward.py).
-    def scripted(answers, completions):
+    def scripted(answers, completions, pool):
         return [answer == "all" or (answer == "half" and index % 2 == 0) for index, answer in enumerate(answers)]
 
     masks = []
@@ -193,7 +194,7 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
     monkeypatch.setattr(trl.BandFilteredGRPOTrainer, "_generate_and_score_completions", spy)
     job = make_job(tmp_path / "out", tiny_policy, steps=3)
     kinds = ["all", "half", "none"] * 4
-    job = TrainJob(**{**job.__dict__, "name": "augmented",
+    job = TrainJob(**{**job.__dict__, "name": "augmented", "online_filter": True,
                       "problems": job.problems.with_columns(answer=pl.Series(kinds))})
 
     outcome = train(job, SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)}))
@@ -212,10 +213,11 @@ def test_online_filter_drops_groups_outside_the_band_from_the_update_and_counts_
     assert len(masks) == 6 * 4
 
 
-def test_online_filter_applies_to_the_augmented_run_only(tmp_path):
+def test_online_filter_applies_to_the_arms_that_filter_online_only(tmp_path):
     from sws.training.trl import online_filter_band
 
     cfg = SETTINGS.model_copy(update={"online_filter": (0.125, 0.875)})
     job = make_job(tmp_path, tmp_path)
-    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented"}), cfg) == (0.125, 0.875)
+    assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented", "online_filter": True}), cfg) == (
+        0.125, 0.875)
     assert online_filter_band(TrainJob(**{**job.__dict__, "name": "initial"}), cfg) is None

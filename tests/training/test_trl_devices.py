@@ -17,6 +17,7 @@ from sws.config import PipelineConfig, TrainConfig
 from sws.errors import UserError
 from sws.stages.train import side_by_side
 from sws.training import TrainJob
+from sws.training.rewards import correct
 from sws.training.trl import grpo_config
 from sws.training.trl_devices import check_fit, device_batch
 from sws.training.trl_launch import job_file, read_job
@@ -30,7 +31,7 @@ OLD_MATH_PRESET = {"batch_size": 1024, "num_generations": 8, "max_completion_len
 def job(out_dir: Path, init_model: Path = QWEN_7B) -> TrainJob:
     problems = pl.DataFrame({"problem_id": ["p0", "p1"], "problem": ["1+1", "2+2"], "answer": ["2", "4"],
                              "category": ["a", "a"], "source": ["seed", "seed"]})
-    return TrainJob("initial", problems, init_model, out_dir, 4, "math", 0, "id", Path("pipeline.yaml"))
+    return TrainJob("initial", problems, init_model, correct, out_dir, 4, "math", 0, "id", Path("pipeline.yaml"))
 
 
 @pytest.mark.parametrize(("micro", "processes", "per_device", "accumulation"), [
@@ -158,4 +159,4 @@ def test_dry_run_on_several_gpus_writes_the_accelerate_launch_and_the_job_it_run
 
 def test_runs_on_several_gpus_never_train_side_by_side():
     cfg = PipelineConfig(train={"side_by_side": True, "trl": {"num_processes": 2}})
-    assert not side_by_side(cfg) and side_by_side(cfg.model_copy(update={"train": TrainConfig(side_by_side=True)}))
+    assert not side_by_side(cfg, 2) and side_by_side(cfg.model_copy(update={"train": TrainConfig(side_by_side=True)}), 2)

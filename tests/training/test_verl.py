@@ -10,6 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from sws import runner
 from sws.artifacts import read_manifest, read_table, table_path, write_table
 from sws.cli import app
 from sws.config import PipelineConfig
@@ -58,7 +59,7 @@ def test_initial_then_continuations_leave_the_same_artifacts_as_trl(run_dir, fak
         problem_id=pl.col("problem_id") + "-syn", problem="Restated: " + pl.col("problem"), source=pl.lit("syn"))))
     cfg = verl_config(fake_python)
 
-    stage.run(cfg, run_dir, kind="initial")
+    runner.run(stage.STAGES["initial"], cfg, run_dir)
 
     rollouts = read_table(run_dir, "rollouts")
     ids = problems["problem_id"].to_list()
@@ -69,8 +70,8 @@ def test_initial_then_continuations_leave_the_same_artifacts_as_trl(run_dir, fak
     final = run_dir / "train" / "initial" / "final"
     assert json.loads((final / "config.json").read_text())["merged_from"].endswith("checkpoints/global_step_3/actor")
 
-    for kind in stage.CONTINUATIONS:
-        stage.run(cfg, run_dir, kind=kind)
+    for kind in ("baseline", "augmented"):
+        runner.run(stage.STAGES[kind], cfg, run_dir)
         launch = (run_dir / "train" / kind / "launch.sh").read_text()
         assert f"actor_rollout_ref.model.path={final}" in launch
         assert "trainer.total_training_steps=2" in launch
@@ -100,10 +101,10 @@ def test_the_cli_trains_initial_and_a_rerun_launches_nothing(run_dir, fake_pytho
 
 def test_a_killed_run_is_resumed_by_verl_and_a_finished_one_is_not_launched_again(run_dir, fake_python):
     cfg = verl_config(fake_python)
-    stage.run(cfg, run_dir, kind="initial")
+    runner.run(stage.STAGES["initial"], cfg, run_dir)
     (run_dir / "manifests" / "train_initial.json").unlink()  # as if sws died after verl finished
 
-    result = stage.run(cfg, run_dir, kind="initial")
+    result = runner.run(stage.STAGES["initial"], cfg, run_dir)
 
     assert sum("verl.trainer.main_ppo" in call for call in calls(fake_python)) == 1
     assert result.info["resumed_from_step"] == 3
@@ -112,14 +113,14 @@ def test_a_killed_run_is_resumed_by_verl_and_a_finished_one_is_not_launched_agai
 def test_a_missing_verl_interpreter_is_one_line_naming_make_install_verl(run_dir, tmp_path):
     cfg = verl_config(tmp_path / "nowhere" / "python")
     with pytest.raises(UserError, match=r"'train.verl.python': .*nowhere/python not found; run `make install-verl`"):
-        stage.run(cfg, run_dir, kind="initial")
+        runner.run(stage.STAGES["initial"], cfg, run_dir)
     assert not table_path(run_dir, "rollouts").exists()
 
 
 def test_a_failing_verl_run_names_its_log_and_writes_no_artifacts(run_dir, fake_python, monkeypatch):
     monkeypatch.setenv("FAKE_VERL_EXIT", "3")
     with pytest.raises(UserError, match=r"verl exited with code 3 .*log.txt"):
-        stage.run(verl_config(fake_python), run_dir, kind="initial")
+        runner.run(stage.STAGES["initial"], verl_config(fake_python), run_dir)
     assert not table_path(run_dir, "rollouts").exists()
     assert not (run_dir / "train" / "initial" / "final").exists()
 
@@ -127,14 +128,14 @@ def test_a_failing_verl_run_names_its_log_and_writes_no_artifacts(run_dir, fake_
 def test_dumps_naming_no_known_problem_stop_before_anything_is_written(run_dir, fake_python, monkeypatch):
     monkeypatch.setenv("FAKE_VERL_DUMP", "unknown")
     with pytest.raises(UserError, match=r"24 of 24 response lines match no problem .*'user What is 1\+1\? assistant'"):
-        stage.run(verl_config(fake_python), run_dir, kind="initial")
+        runner.run(stage.STAGES["initial"], verl_config(fake_python), run_dir)
     assert not table_path(run_dir, "rollouts").exists()
     assert not table_path(run_dir, "train/initial/curve").exists()
     assert not (run_dir / "train" / "initial" / "final").exists()
 
 
 def test_verl_runs_never_train_side_by_side(fake_python):
-    assert not stage.side_by_side(verl_config(fake_python, side_by_side=True))
+    assert not stage.side_by_side(verl_config(fake_python, side_by_side=True), 2)
 
 
 def test_the_online_filter_runs_augmented_training_on_verls_group_filter_and_counts_its_drops(
@@ -143,8 +144,8 @@ def test_the_online_filter_runs_augmented_training_on_verls_group_filter_and_cou
     problems = read_table(run_dir, "problems")
     write_table(run_dir, "augmented", problems)
     cfg = verl_config(fake_python, online_filter=(0.25, 0.75))
-    stage.run(cfg, run_dir, kind="initial")
-    stage.run(cfg, run_dir, kind="augmented")
+    runner.run(stage.STAGES["initial"], cfg, run_dir)
+    runner.run(stage.STAGES["augmented"], cfg, run_dir)
 
     initial, augmented = [call for call in calls(fake_python) if "verl.trainer.main_ppo" in call]
     assert "trainer.use_v1=False" in initial and "algorithm.filter_groups.enable=True" not in initial

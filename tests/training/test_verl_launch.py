@@ -13,7 +13,8 @@ from sws.cli import app
 from sws.config import load_config
 from sws.errors import UserError
 from sws.training import TrainJob
-from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides
+from sws.training.rewards import correct
+from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides, write_launch
 
 REPO = Path(__file__).parents[2]
 PRESETS = sorted(path for path in (REPO / "pipelines").glob("*.yaml") if load_config(path).train.trainer == "verl")
@@ -27,7 +28,7 @@ def problems(n: int) -> pl.DataFrame:
 
 
 def job(out_dir: Path, n_problems: int = 2048) -> TrainJob:
-    return TrainJob("initial", problems(n_problems), Path("Qwen/Qwen2.5-7B"), out_dir, 200, "math", 0, "id",
+    return TrainJob("initial", problems(n_problems), Path("Qwen/Qwen2.5-7B"), correct, out_dir, 200, "math", 0, "id",
                     Path("pipeline.yaml"))
 
 
@@ -109,7 +110,8 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
     assert data["extra_info"][0] == {"index": 0, "problem_id": "p0", "split": "train", "category": "Algebra",
                                      "source": "syn" if kind == "augmented" else "seed"}
     assert data["prompt"][0][0]["role"] == "user" and data["reward_model"][0] == {"style": "rule", "ground_truth": "1"}
-    assert "from sws.training.verl_reward import compute_score" in layout.reward_module.read_text()
+    assert ("compute_score = VerlReward(verifier='sws.worlds.math.verifier:MathVerifier', "
+            "reward='sws.training.rewards:correct')") in layout.reward_module.read_text()
     overrides = layout.overrides_file.read_text().splitlines()
     assert all(f"{key}=" in layout.launch_script.read_text() for key in MANAGED_KEYS
                if key != "trainer.logger" and (kind == "augmented" or "filter_groups" not in key))
@@ -150,7 +152,7 @@ def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run)
                                                ((0.25, 0.75), True), ((0.0, 0.875), True)])
 def test_verl_serves_only_bands_its_group_filter_keeps_the_same_groups_of(tmp_path, band, refused):
     cfg = load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train.model_copy(update={"online_filter": band})
-    augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented"})
+    augmented = TrainJob(**{**job(tmp_path).__dict__, "name": "augmented", "online_filter": True})
     if refused:
         with pytest.raises(UserError, match=r"'train.online_filter' .* \[0.125, 0.875\]; use that band"):
             verl_overrides(augmented, cfg, VerlLayout(tmp_path))
@@ -159,3 +161,12 @@ def test_verl_serves_only_bands_its_group_filter_keeps_the_same_groups_of(tmp_pa
     assert {"trainer.use_v1=True", "algorithm.filter_groups.enable=True",
             "algorithm.filter_groups.metric=acc"} <= set(overrides)
     assert "trainer.use_v1=False" not in overrides
+
+
+def test_a_reward_verls_module_cannot_import_by_name_is_refused_before_anything_is_written(tmp_path):
+    cfg = load_config(REPO / "pipelines/math12k-qwen2.5-7b.yaml").train.model_copy(update={"reward": "inline"})
+    inline = TrainJob(**{**job(tmp_path).__dict__, "reward": lambda batch: [0.0] * len(batch.completions)})
+    with pytest.raises(UserError, match="field 'train.reward': reward 'inline' is no module-level function, so "
+                                        "verl's reward module cannot import it by name"):
+        write_launch(inline, cfg)
+    assert not (tmp_path / "verl").exists()

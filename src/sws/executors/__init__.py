@@ -3,7 +3,7 @@
 A stage builds its requests, reads its inputs and writes its outputs and manifest itself; an executor only runs
 the step's bodies: requests to completions (`complete`), and items to graded results (`map_graded`, a function
 of a batch of items and a `GradingPool`). So the two executors write the same artifacts, row for row, whenever
-the engine is deterministic.
+the engine is deterministic. Grading uses the verifier of the pipeline's world.
 
 Both resume the same way: a step's requests are cut into shards (`sws.executors.shards`), each shard's
 completions are written to the run directory with a completion marker, and a rerun reads the shards that
@@ -24,6 +24,7 @@ from sws.engines.base import Completion, Request
 from sws.engines.cache import cache_identity
 from sws.executors.shards import Shard, plan_shards, read_completions, shard_tokens, shards_dir
 from sws.grading import GradedFn
+from sws.world import get_world
 
 
 class Executor:
@@ -32,6 +33,7 @@ class Executor:
     def __init__(self, cfg: PipelineConfig, run_dir: Path) -> None:
         self.settings = cfg.executor
         self.grading = cfg.grading
+        self.verifier = get_world(cfg.world).verifier
         self.run_dir = Path(run_dir).resolve()
 
     def complete(self, role_name: str, role: EngineConfig, requests: list[Request], shard_size: int,
@@ -77,7 +79,8 @@ class Executor:
         return 1
 
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
-        """`fn` over the items in batches, each batch graded by a pool of spawned grading processes."""
+        """`fn` over the items in batches, each batch graded by a pool of spawned grading processes that grade with
+        the world's verifier."""
         raise NotImplementedError
 
 

@@ -25,4 +25,4 @@ class LocalExecutor(Executor):
                 write_completions(shard, completions)
 
     def map_graded(self, fn: GradedFn, items: list[Any]) -> list[Any]:
-        return fn(items, shared_pool(self.grading.workers, self.grading.deadline_s)) if items else []
+        return fn(items, shared_pool(self.verifier, self.grading.workers, self.grading.deadline_s)) if items else []

@@ -5,9 +5,9 @@ Completions: the step's shards without a marker (`sws.executors.shards`) go to t
 worker writes each shard's completions to the run directory, and only shard names come back to the driver,
 which then reads the shards in request order. GPU vLLM teachers and OpenAI-compatible endpoints go through
 `ray.data.llm` instead (`sws.executors.ray_llm`), and write the same shards.
-Grading: batches of items on the same workers, each owning one spawned grading process with the pipeline's
-deadline (math-verify's signal-based timeouts do not work in Ray's worker threads); a pair past it comes back
-ungraded (None), as on the local executor.
+Grading: batches of items on the same workers, each owning one spawned grading process with the world's verifier
+and the pipeline's deadline (math-verify's signal-based timeouts do not work in Ray's worker threads); a pair
+past it comes back ungraded (None), as on the local executor.
 
 The workers are held like engines (`sws.llm_calls.held`): inside `shared_engines()` (a whole `sws synthesize`
 or `sws filter`) one pool serves every call, so engines load once per step and no call waits for actors to
@@ -36,6 +36,7 @@ from sws.executors.shards import (
 )
 from sws.grading import GradedFn, GradingPool
 from sws.llm_calls import held, release_held
+from sws.verifier import Verifier
 
 # Grading batches per worker: small enough to balance the pool, large enough to amortise a task.
 GRADING_BATCHES_PER_WORKER = 4
@@ -63,11 +64,11 @@ class Worker:
         write_completions(shard, completions)
         return name
 
-    def grade(self, fn: GradedFn, items: list[Any], deadline_s: float) -> list[Any]:
-        if self.grading is None or self.grading.deadline_s != deadline_s:
+    def grade(self, fn: GradedFn, items: list[Any], verifier: Verifier, deadline_s: float) -> list[Any]:
+        if self.grading is None or (self.grading.verifier, self.grading.deadline_s) != (verifier, deadline_s):
             if self.grading is not None:
                 self.grading.close()
-            self.grading = GradingPool(workers=1, deadline_s=deadline_s)
+            self.grading = GradingPool(verifier, workers=1, deadline_s=deadline_s)
         return fn(items, self.grading)
 
     def close(self) -> None:
@@ -184,8 +185,9 @@ class RayExecutor(Executor):
         count = placeable(min(asked or len(items), len(items)), gpus=0, setting="grading.workers" if asked else None)
         size = max(1, -(-len(items) // (count * GRADING_BATCHES_PER_WORKER)))
         batches = [items[start:start + size] for start in range(0, len(items), size)]
-        deadline_s = self.grading.deadline_s
+        verifier, deadline_s = self.verifier, self.grading.deadline_s
         with workers(gpus=0) as pool:
-            graded = pool.take(count).map(lambda actor, batch: actor.grade.remote(fn, batch, deadline_s), batches)
+            graded = pool.take(count).map(lambda actor, batch: actor.grade.remote(fn, batch, verifier, deadline_s),
+                                          batches)
             return [result for results in graded for result in results]
 

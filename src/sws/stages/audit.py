@@ -4,7 +4,7 @@ Reads `labeled.parquet`; writes `audited.parquet` and `audited.rejected.parquet`
 instead of `labeled`. Agreement among the labeler's samples is not correctness: a labeler that copies a wrong
 solution, or shares one mistake across its samples, passes the consistency rule. The auditor (roles.auditor,
 best a different model) solves each labeled problem audit.samples times from the same prompt as the labeler,
-never seeing the label; math-verify compares each of its final answers with the label. A problem is
+never seeing the label; the world's verifier compares each of its final answers with the label. A problem is
 quarantined as `audit_disagrees` when more than audit.max_disagreement of the auditor's answers (those it
 finished and stated) differ from the label; the sidecar keeps both the label (`answer`) and the auditor's
 majority answer (`audit_answer`). A problem the auditor answers not at all is kept: the audit has no evidence.
@@ -47,14 +47,14 @@ def is_on(cfg: PipelineConfig) -> bool:
 def settings(cfg: PipelineConfig, options: dict) -> dict:
     require_roles(cfg, ["auditor"], "the pipeline config (audit.enabled is true)")
     return {"seed": cfg.seed, "auditor": cfg.roles.auditor.model_dump(mode="json"),
-            "prompt": load_template("label", cfg.synthesize.prompt_dir).digest,
+            "prompt": load_template("label", cfg.synthesize.prompt_dir, cfg.world).digest,
             "audit": cfg.audit.model_dump(mode="json", exclude={"enabled", "policy_disagrees"})}
 
 
 def audit(context: StageContext) -> StageOutput:
     """The auditor's answers to a sample of the labeled problems; a label it contradicts is quarantined."""
     cfg, executor = context.cfg, context.executor
-    template = load_template("label", cfg.synthesize.prompt_dir)
+    template = load_template("label", cfg.synthesize.prompt_dir, cfg.world)
     labeled = context.table("labeled")
     chosen = audit_sample(labeled["syn_id"].to_list(), cfg.audit.sample, cfg.seed)
     asked = [row for row in labeled.iter_rows(named=True) if row["syn_id"] in chosen]
@@ -66,7 +66,8 @@ def audit(context: StageContext) -> StageOutput:
     ]
     completions = executor.complete("auditor", cfg.roles.auditor, requests, cfg.synthesize.shard_size,
                                     "audit answers")
-    answers = [[sample_answer(completion) for completion in samples] for samples in completions]
+    answers = [[sample_answer(completion, context.world.verifier) for completion in samples]
+               for samples in completions]
     verdicts = executor.map_graded(audit_verdicts, [[row["answer"], sampled]
                                                     for row, sampled in zip(asked, answers, strict=True)])
     audits = {row["syn_id"]: (sampled, verdict) for row, sampled, verdict in zip(asked, answers, verdicts,

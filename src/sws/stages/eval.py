@@ -1,9 +1,12 @@
 """`sws eval`: every checkpoint of a run on held-out sets, on the seed set and on the run's weak problems.
 
-Per checkpoint (start = the bootstrap policy when it is at hand, initial, baseline, augmented) and per problem:
-the greedy answer (Pass@1) and `eval.k` samples at `eval.temperature` (Avg@k), graded with `sws.grading`.
-Each checkpoint is its own resumable step (`manifests/eval-<checkpoint>.json`, `eval/parts/<checkpoint>.parquet`),
-so retraining one policy re-evaluates only that one. The aggregates are `eval/problems.parquet` (per problem),
+The problems come first (`eval-sets`: `eval/sets.parquet`): the held-out sets of `eval.benchmarks`, none holding a
+problem any arm trains on (`sws.held_out`), the run's weak problems, the world's fresh problems of their families
+(`weak_like`) and the seed set. Then per checkpoint (`eval.checkpoints` of `sws.arms.CHECKPOINTS` that exist:
+start = the bootstrap policy when it is at hand, and each trained arm) and per problem: the greedy answer (Pass@1)
+and `eval.k` samples at `eval.temperature` (Avg@k), graded with `sws.grading`. Each checkpoint is its own
+resumable stage (`manifests/eval-<checkpoint>.json`, `eval/parts/<checkpoint>.parquet`), so retraining one policy
+re-evaluates only that one. The aggregates (`eval`) are `eval/problems.parquet` (per problem),
 `eval/benchmarks.parquet` (Pass@1 / Avg@k per set and category), `eval/weakness.parquet` (share of the run's
 weak problems each checkpoint solves greedily) and `summary.json` (the headline).
 
@@ -13,6 +16,7 @@ samples, so every share is over graded answers. `summary.json`'s `ungraded` coun
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -21,42 +25,32 @@ from typing import Any
 
 import polars as pl
 
-from sws import held_out, ui
-from sws.artifacts import (
-    StageResult,
-    check_schema,
-    environment,
-    read_parquet,
-    read_table,
-    run_stage,
-    table_path,
-    write_json,
-    write_parquet,
-    write_table,
-)
+from sws import arms, held_out, runner, ui
+from sws.arms import CHECKPOINTS
+from sws.artifacts import INT, StageResult, empty_table, environment, json_text
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.executors import Executor
 from sws.grading import graded_count
 from sws.llm_calls import shared_engines
 from sws.policy import Sampling, sample_and_grade
 from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.world import get_world
 
-STAGE = "eval"
-CHECKPOINTS = ("base", "start", "initial", "baseline", "augmented", "selected")
+STEP = "eval"
+SETS = "eval/sets"
 WEAK_SET = "weak"
 WEAK_LIKE_SET = "weak_like"
-# The checkpoints the headline compares, in its order.
-HEADLINE_CHECKPOINTS = ("initial", "baseline", "augmented", "selected")
 SEED_SET = "seed"
 OVERALL = "overall"
 # Per set of the headline: the summary.json prefixes of its greedy share and its share over k samples; each
 # `<prefix>_<checkpoint>` holds {overall, per_category}.
 SET_SHARES = {WEAK_SET: ("weak_solved", "weak_avg_k"), WEAK_LIKE_SET: ("weak_like_solved", "weak_like_avg_k")}
 SHARE_PREFIXES = tuple(f"{prefix}_" for prefixes in SET_SHARES.values() for prefix in prefixes)
-# The paired difference `standard_errors` gives besides each checkpoint's.
-DIFFERENCE = "augmented − baseline"
+# The paired difference `standard_errors` gives besides each checkpoint's (`sws.arms.HEADLINE`).
+DIFFERENCE = " − ".join(arms.HEADLINE)
 
 
 @dataclass(frozen=True)
@@ -72,6 +66,23 @@ class EvalSet:
     held_out: bool = False
 
 
+def sets_table(sets: list[EvalSet]) -> pl.DataFrame:
+    """`eval/sets`: every set's problems, each row with its set's name, k and kind."""
+    if not sets:
+        return empty_table(SETS)
+    return pl.concat([
+        eval_set.problems.select(
+            pl.lit(eval_set.name).alias("eval_set"), "problem_id", "problem", "answer", "category",
+            pl.lit(eval_set.k, dtype=INT).alias("k"), pl.lit(eval_set.benchmark).alias("benchmark"),
+            pl.lit(eval_set.held_out).alias("held_out"))
+        for eval_set in sets])
+
+
+def sets_of(table: pl.DataFrame) -> list[EvalSet]:
+    """The sets `sets_table` wrote, in their order."""
+    return [EvalSet(name, rows.select("problem_id", "problem", "answer", "category"), rows["k"][0],
+                    rows["benchmark"][0], rows["held_out"][0])
+            for (name,), rows in table.group_by("eval_set", maintain_order=True)]
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
@@ -108,10 +119,6 @@ def _is_shares(value: Any) -> bool:
             and all(share(number) for number in value.get("per_category", {}).values()))
 
 
-
-
-
-
 def start_checkpoint(cfg: PipelineConfig) -> Path | None:
     """The policy the world builds for initial training, only when it is already built (evaluating it must not
     mean training it)."""
@@ -119,18 +126,18 @@ def start_checkpoint(cfg: PipelineConfig) -> Path | None:
     return built.cached() if built is not None else None
 
 
-def present_checkpoints(cfg: PipelineConfig, run_dir: Path) -> dict[str, Path]:
+def checkpoint_path(cfg: PipelineConfig, run: RunDir, name: str) -> Path | None:
+    """Where checkpoint `name` lies (`base`: train.init_model, a hub id or a folder), or None when it does not."""
+    if name == "base":
+        return Path(cfg.train.init_model) if cfg.train.init_model else None
+    path = start_checkpoint(cfg) if name == "start" else run.checkpoint(name)
+    return path if path is not None and (path / "config.json").exists() else None
+
+
+def present_checkpoints(cfg: PipelineConfig, run: RunDir) -> dict[str, Path]:
     """The checkpoints of `cfg.eval.checkpoints` that exist, in that order."""
-    found = {}
-    for name in cfg.eval.checkpoints:
-        if name == "base":
-            if cfg.train.init_model:  # a hub id, or a folder
-                found[name] = Path(cfg.train.init_model)
-            continue
-        path = start_checkpoint(cfg) if name == "start" else RunDir(run_dir).checkpoint(name)
-        if path is not None and (path / "config.json").exists():
-            found[name] = path
-    return found
+    paths = {name: checkpoint_path(cfg, run, name) for name in cfg.eval.checkpoints}
+    return {name: path for name, path in paths.items() if path is not None}
 
 
 # ---------------------------------------------------------------- problem sets
@@ -146,11 +153,11 @@ def benchmark_set(name: str, world: str) -> pl.DataFrame:
     return load_preset_benchmark(name).select("problem_id", "problem", "answer", "category")
 
 
-def heldout_sets(cfg: PipelineConfig, run_dir: Path, seed_problems: pl.DataFrame,
+def heldout_sets(cfg: PipelineConfig, config_file: Path, seed_problems: pl.DataFrame,
                  training: pl.DataFrame, trained_on: set[str]) -> list[EvalSet]:
     """`eval.benchmarks`: each a file, a set of the run's world (arith's fresh problems, less any training
     problem: `trained_on` holds their keys), else a shipped benchmark. A file or shipped set holding a training
-    problem is a UserError."""
+    problem is a UserError naming `config_file`."""
     world = get_world(cfg.world)
     sets = []
     for entry in held_out.benchmark_entries(cfg):
@@ -160,7 +167,7 @@ def heldout_sets(cfg: PipelineConfig, run_dir: Path, seed_problems: pl.DataFrame
         else:
             problems = (held_out.read_benchmark_file(entry) if entry.file is not None
                         else benchmark_set(entry.name, cfg.world))
-            held_out.refuse_overlap(entry.name, problems, training, RunDir(run_dir).config)
+            held_out.refuse_overlap(entry.name, problems, training, config_file)
         sets.append(EvalSet(entry.name, problems, entry.k or cfg.eval.k, benchmark=True, held_out=True))
     return sets
 
@@ -173,7 +180,7 @@ def weak_problems(problems: pl.DataFrame, weakness: pl.DataFrame) -> pl.DataFram
 # ---------------------------------------------------------------- sampling and grading
 
 
-def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, path: Path,
+def evaluate_checkpoint(cfg: PipelineConfig, executor: Executor, checkpoint: str, path: Path,
                         sets: list[EvalSet]) -> pl.DataFrame:
     """Per problem of every set: whether the greedy answer is right (null: ungraded), and how many of the k
     samples were graded (`n`) and right."""
@@ -189,8 +196,8 @@ def evaluate_checkpoint(cfg: PipelineConfig, run_dir: Path, checkpoint: str, pat
         asked = list(problems.select("problem_id", "problem", "answer").iter_rows())
         with shared_engines():  # on Ray, one pool of workers answers and grades
             greedy, sampled = sample_and_grade(
-                cfg, run_dir, policy, asked,
-                [Sampling(1, 0.0, max_tokens, (STAGE,)), Sampling(k, cfg.eval.temperature, max_tokens, (STAGE,))],
+                cfg, executor, policy, asked,
+                [Sampling(1, 0.0, max_tokens, (STEP,)), Sampling(k, cfg.eval.temperature, max_tokens, (STEP,))],
                 cfg.eval.shard_size, f"eval: {checkpoint} answers")
         sample_counts = pl.DataFrame([graded_count(verdicts) for verdicts in sampled],
                                      schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
@@ -217,7 +224,7 @@ def ungraded_answers(per_problem: pl.DataFrame) -> dict[str, int]:
 def with_overall(per_category: pl.DataFrame, aggregations: list[pl.Expr], keys: list[str]) -> pl.DataFrame:
     """Group by `keys` + category, plus one `category = "overall"` row per `keys` group (listed last).
 
-    Checkpoints are listed in training order (start, initial, baseline, augmented), not alphabetically.
+    Checkpoints are listed in `sws.arms.CHECKPOINTS` order (base, start, then the arms), not alphabetically.
     """
     by_category = per_category.group_by([*keys, "category"]).agg(aggregations)
     overall = per_category.group_by(keys).agg(aggregations).with_columns(pl.lit(OVERALL).alias("category"))
@@ -306,10 +313,11 @@ def standard_errors(per_problem: pl.DataFrame, checkpoints: list[str]) -> dict[s
             continue
         errors = {checkpoint: {measure: mean_error(table[measure]) for measure in ("pass1", "avg_k")}
                   for checkpoint, table in scores.items()}
-        if {"augmented", "baseline"} <= set(scores):
-            paired = scores["augmented"].join(scores["baseline"], on="problem_id", suffix="_baseline")
+        ahead, behind = arms.HEADLINE
+        if {ahead, behind} <= set(scores):
+            paired = scores[ahead].join(scores[behind], on="problem_id", suffix="_behind")
             errors[DIFFERENCE] = {
-                measure: mean_error(paired[measure] - paired[f"{measure}_baseline"]) for measure in ("pass1", "avg_k")}
+                measure: mean_error(paired[measure] - paired[f"{measure}_behind"]) for measure in ("pass1", "avg_k")}
         result[eval_set] = errors
     return {"standard_errors": result} if result else {}
 
@@ -341,19 +349,16 @@ def held_out_summary(per_problem: pl.DataFrame, names: list[str], training: pl.D
     return {"held_out": result} if result else {}
 
 
-# ---------------------------------------------------------------- stage
+# ---------------------------------------------------------------- stages
 
 
-def evaluation_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[list[EvalSet], pl.DataFrame]:
-    """Every set to evaluate on, and the training problems (`held_out.training_problems`) the held-out ones
-    leave out. A settings check: it reads tables only, and refuses a benchmark holding a training problem."""
-    held_out.check_settings(cfg, RunDir(run_dir).config)
-    problems = read_table(run_dir, "problems")
-    weakness = read_table(run_dir, "weakness")
-    training = held_out.training_problems(run_dir)
+def evaluation_sets(cfg: PipelineConfig, config_file: Path, problems: pl.DataFrame, weakness: pl.DataFrame,
+                    training: pl.DataFrame) -> list[EvalSet]:
+    """Every set to evaluate on, none of its held-out ones holding a training problem (`training`:
+    `held_out.training_problems`); a benchmark that holds one is refused."""
     world = get_world(cfg.world)
     trained_on = set(training["key"])  # every training problem's problem_key: world-drawn sets avoid them
-    sets = [*heldout_sets(cfg, run_dir, problems, training, trained_on),
+    sets = [*heldout_sets(cfg, config_file, problems, training, trained_on),
             EvalSet(WEAK_SET, weak_problems(problems, weakness), cfg.eval.weak_k)]
     weak_like = world.weak_like_set(cfg, problems, weakness, trained_on)
     if weak_like is not None:
@@ -361,64 +366,123 @@ def evaluation_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[list[EvalSet], 
                             held_out=True))
     if cfg.eval.seed_set:
         sets.append(EvalSet(SEED_SET, problems.select("problem_id", "problem", "answer", "category"), cfg.eval.k))
-    return [eval_set for eval_set in sets if eval_set.problems.height], training
+    return [eval_set for eval_set in sets if eval_set.problems.height]
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    sets, training = evaluation_sets(cfg, run_dir)
-    checkpoints = present_checkpoints(cfg, run_dir)
+def training_problems(context: StageContext) -> pl.DataFrame:
+    """Every problem of the arms' training sets the run holds (`held_out.training_problems`)."""
+    return held_out.training_problems({name: context.tables[name] for name in arms.training_sets()
+                                       if name in context.tables})
+
+
+def sets_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    return {"eval": cfg.eval.model_dump(mode="json", include={"benchmarks", "k", "weak_k", "seed_set"}),
+            "world": cfg.world, "seed": cfg.seed, **get_world(cfg.world).eval_identity(cfg),
+            "held_out_without_training": True}
+
+
+def benchmark_files(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    return [Path(entry.file) for entry in held_out.benchmark_entries(cfg) if entry.file is not None]
+
+
+def choose_sets(context: StageContext) -> StageOutput:
+    """`eval/sets`: the problems every checkpoint is evaluated on."""
+    sets = evaluation_sets(context.cfg, context.run.config, context.table("problems"), context.table("weakness"),
+                           training_problems(context))
+    return StageOutput(tables={SETS: sets_table(sets)},
+                       info={"sets": {eval_set.name: eval_set.k for eval_set in sets}})
+
+
+EVAL_SETS = Stage(
+    "eval-sets", "The problems sws eval samples every checkpoint on.", choose_sets, reads=("problems", "weakness"),
+    optional_reads=tuple(name for name in arms.training_sets() if name != "problems"), writes=(SETS,),
+    settings=sets_settings, input_files=benchmark_files, section="eval", command="sws eval", in_run=False)
+
+
+def part(checkpoint: str) -> str:
+    """The table of checkpoint `checkpoint`'s answers."""
+    return f"eval/parts/{checkpoint}"
+
+
+def part_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    return {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size", "checkpoints"}), "world": cfg.world,
+            "seed": cfg.seed, "policy": cfg.roles.policy.model_dump(mode="json"),
+            **get_world(cfg.world).eval_identity(cfg)}
+
+
+def checkpoint_files(checkpoint: str, cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    path = checkpoint_path(cfg, run, checkpoint)
+    return [path] if path is not None and path.exists() else []
+
+
+def evaluate_part(checkpoint: str, context: StageContext) -> StageOutput:
+    """One checkpoint's answers on every set."""
+    path = checkpoint_path(context.cfg, context.run, checkpoint)
+    if path is None:
+        raise UserError(f"checkpoint '{checkpoint}': not found; train it, then rerun `sws eval --run {context.run.root}`")
+    ui.info(f"eval: {checkpoint} ({path})")
+    table = evaluate_checkpoint(context.cfg, context.executor, checkpoint, path, sets_of(context.table(SETS)))
+    ungraded = ungraded_answers(table).get(checkpoint, 0)
+    if ungraded:
+        ui.info(f"eval: {ungraded} of {checkpoint}'s answers ran out of grading time (grading.deadline_s); "
+                "the shares leave them out")
+    return StageOutput(tables={part(checkpoint): table}, info={"ungraded": ungraded})
+
+
+PARTS = {checkpoint: Stage(
+    f"eval-{checkpoint}", f"Sample and grade checkpoint {checkpoint} on every evaluation set.",
+    functools.partial(evaluate_part, checkpoint), reads=(SETS,), writes=(part(checkpoint),), settings=part_settings,
+    input_files=functools.partial(checkpoint_files, checkpoint), section="eval", uses_executor=True,
+    command="sws eval", in_run=False) for checkpoint in CHECKPOINTS}
+
+
+def summary_file(cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
+    return [run.summary]
+
+
+def summarize(context: StageContext) -> StageOutput:
+    """The checkpoints' answers together, their aggregates and the headline (summary.json)."""
+    checkpoints = context.options["checkpoints"]
+    sets = sets_of(context.table(SETS))
+    per_problem = pl.concat([context.table(part(checkpoint)) for checkpoint in checkpoints])
+    benchmarks = benchmark_table(per_problem)
+    weakness_solved = weakness_table(per_problem)
+    headline = summary(weakness_solved, checkpoints, benchmarks, ungraded_answers(per_problem))
+    headline |= benchmark_summary(benchmarks, [eval_set for eval_set in sets if eval_set.benchmark])
+    headline |= standard_errors(per_problem, checkpoints)
+    headline |= held_out_summary(per_problem, [eval_set.name for eval_set in sets if eval_set.held_out],
+                                 training_problems(context))
+    text = json_text({**headline, "environment": environment()})
+    return StageOutput(
+        tables={"eval/problems": per_problem, "eval/benchmarks": benchmarks, "eval/weakness": weakness_solved},
+        files={context.run.summary: lambda path: path.write_text(text)}, info={"checkpoints": checkpoints})
+
+
+SUMMARY = Stage(
+    STEP, "The checkpoints' answers together, Pass@1 and Avg@k, weakness mitigation and summary.json.", summarize,
+    reads=(SETS,), optional_reads=arms.training_sets(),
+    more_optional_reads=lambda cfg, adapt_round: tuple(part(checkpoint) for checkpoint in cfg.eval.checkpoints),
+    writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
+    settings=lambda cfg, options: {"checkpoints": options["checkpoints"]}, output_files=summary_file,
+    section="eval", command="sws eval", in_run=False)
+
+
+def evaluate(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+    """The sets, then each checkpoint that exists, then the aggregates; each stage skipped when current."""
+    run = RunDir(run_dir)
+    held_out.check_settings(cfg, run.config)
+    runner.run(EVAL_SETS, cfg, run_dir, force)
+    checkpoints = present_checkpoints(cfg, run)
     if not checkpoints:
-        raise UserError(f"{run_dir / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run_dir}` first")
-    world = get_world(cfg.world)
-    settings = {"eval": cfg.eval.model_dump(mode="json", exclude={"shard_size"}), "world": cfg.world,
-                "seed": cfg.seed, "policy": cfg.roles.policy, **world.eval_identity(cfg),
-                "sets": {eval_set.name: eval_set.k for eval_set in sets}, "held_out_without_training": True}
-    inputs = [table_path(run_dir, "problems"), table_path(run_dir, "weakness"),
-              *(table_path(run_dir, name) for name in held_out.TRAINING_TABLES[1:]
-                if table_path(run_dir, name).exists())]
-    for checkpoint, path in checkpoints.items():
-        out = RunDir(run_dir).eval_part(checkpoint)
-
-        def evaluate_one(checkpoint: str = checkpoint, path: Path = path, out: Path = out) -> StageResult:
-            ui.info(f"eval: {checkpoint} ({path})")
-            table = evaluate_checkpoint(cfg, run_dir, checkpoint, path, sets)
-            check_schema(table, "eval/problems", out)
-            write_parquet(table, out)
-            ungraded = ungraded_answers(table).get(checkpoint, 0)
-            if ungraded:
-                ui.info(f"eval: {ungraded} of {checkpoint}'s answers ran out of grading time (grading.deadline_s); "
-                        "the shares leave them out")
-            return StageResult(f"eval-{checkpoint}", rows={out.name: table.height}, info={"ungraded": ungraded})
-
-        run_stage(run_dir, f"eval-{checkpoint}", config=settings, inputs=[*inputs, *([path] if path.exists() else [])],
-                  outputs=[out],
-                  body=evaluate_one, force=force)
-
-    parts = [RunDir(run_dir).eval_part(checkpoint) for checkpoint in checkpoints]
-
-    def aggregate() -> StageResult:
-        per_problem = pl.concat([read_parquet(part) for part in parts])
-        benchmarks = benchmark_table(per_problem)
-        weakness_solved = weakness_table(per_problem)
-        write_table(run_dir, "eval/problems", per_problem)
-        write_table(run_dir, "eval/benchmarks", benchmarks)
-        write_table(run_dir, "eval/weakness", weakness_solved)
-        headline = summary(weakness_solved, list(checkpoints), benchmarks, ungraded_answers(per_problem))
-        headline |= benchmark_summary(benchmarks, [eval_set for eval_set in sets if eval_set.benchmark])
-        headline |= standard_errors(per_problem, list(checkpoints))
-        headline |= held_out_summary(per_problem, [eval_set.name for eval_set in sets if eval_set.held_out], training)
-        write_json(RunDir(run_dir).summary, {**headline, "environment": environment()})
-        return StageResult("eval", rows={"eval/problems": per_problem.height, "eval/benchmarks": benchmarks.height},
-                           info={"checkpoints": list(checkpoints)})
-
-    return run_stage(run_dir, "eval", config={"checkpoints": list(checkpoints)}, inputs=parts,
-                     outputs=[table_path(run_dir, name) for name in ("eval/problems", "eval/benchmarks",
-                                                                      "eval/weakness")] + [RunDir(run_dir).summary],
-                     body=aggregate, force=force)
+        raise UserError(f"{run.root / 'train'}: no checkpoint to evaluate; run `sws train initial --run {run.root}` "
+                        "first")
+    for checkpoint in checkpoints:
+        runner.run(PARTS[checkpoint], cfg, run_dir, force)
+    return runner.run(SUMMARY, cfg, run_dir, force, checkpoints=list(checkpoints))
 
 
-DECLARED = (Stage(
-    STAGE, "Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves.",
-    drive=run, reads=("problems", "weakness"), writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
-    section="eval", uses_executor=True, command="sws eval"),)
+STAGE = Stage(
+    STEP, "Pass@1 and Avg@k of every checkpoint, and the share of the run's weak problems each now solves.",
+    drive=evaluate, reads=("problems", "weakness"), writes=("eval/problems", "eval/benchmarks", "eval/weakness"),
+    section="eval", uses_executor=True, command="sws eval")
+DECLARED = (STAGE,)

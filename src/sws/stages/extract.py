@@ -38,7 +38,7 @@ def weak_problems(context: StageContext) -> pl.DataFrame:
 
 
 def template(cfg: PipelineConfig) -> PromptTemplate:
-    return load_template("extract", cfg.synthesize.prompt_dir)
+    return load_template("extract", cfg.synthesize.prompt_dir, cfg.world)
 
 
 def settings(cfg: PipelineConfig, options: dict) -> dict:

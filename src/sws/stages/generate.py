@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from sws import ui
-from sws.artifacts import STR, config_hash, empty_table, read_table, round_name
+from sws.artifacts import STR, config_hash, empty_table, round_name
 from sws.config import PipelineConfig
 from sws.decontamination import benchmark_problems, closest_pairs, nearest_benchmarks
 from sws.engines.base import Completion
@@ -68,11 +68,6 @@ def near_duplicate_index(cfg: PipelineConfig, problems: pl.DataFrame, benchmarks
         for syn, problem in synthetic.select("syn_id", "problem").iter_rows():
             index.add(problem, f"batch:{syn}")
     return index
-
-
-def reference_index(cfg: PipelineConfig, run_dir: Path) -> NearDuplicateIndex:
-    """The seed and benchmark problems of the run, as `select` screens its pool against them."""
-    return near_duplicate_index(cfg, read_table(run_dir, "problems"), benchmark_problems(cfg))
 
 
 def screen_generation(completion: Completion, min_chars: int, max_tokens: int) -> tuple[str | None, str | None]:
@@ -132,7 +127,7 @@ def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dic
 
 
 def template(cfg: PipelineConfig) -> PromptTemplate:
-    return load_template("generate", cfg.synthesize.prompt_dir)
+    return load_template("generate", cfg.synthesize.prompt_dir, cfg.world)
 
 
 def settings(cfg: PipelineConfig, options: dict) -> dict:

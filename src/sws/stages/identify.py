@@ -10,6 +10,7 @@ would shift the budget away from categories the log covers only in part.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,17 +19,17 @@ import polars as pl
 from rich.table import Table
 
 from sws import ui
-from sws.artifacts import StageResult, read_table, run_stage, table_path, write_table
 from sws.config import IdentifyConfig, PipelineConfig
 from sws.errors import UserError
 from sws.plots import bar_chart, line_chart, save_figure
 from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Option, Stage
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-STAGE = "identify"
+STEP = "identify"
 TRAJECTORY_PLOT = "weak_trajectories.png"
 FAIL_RATIO_PLOT = "category_fail_ratio.png"
 MAX_TRAJECTORIES = 12
@@ -174,67 +175,60 @@ def print_summary(categories: pl.DataFrame) -> None:
     ui.console.print(table)
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    problems_path, rollouts_path = table_path(run_dir, "problems"), table_path(run_dir, "rollouts")
-    # Only in a later round of `sws run --rounds N`: the round before's weak problems.
-    prior_weak_path = table_path(run_dir, "prior_weak")
-    outputs = {
-        "weakness": table_path(run_dir, "weakness"),
-        "categories": table_path(run_dir, "categories"),
-        "trajectories": RunDir(run_dir).plots / TRAJECTORY_PLOT,
-        "fail_ratios": RunDir(run_dir).plots / FAIL_RATIO_PLOT,
-    }
-
-    def body() -> StageResult:
-        problems = read_table(run_dir, "problems")
-        rollouts = read_table(run_dir, "rollouts")
-        if problems.height == 0:
-            raise UserError(f"{problems_path}: has no rows; run `sws prepare` with a non-empty seed set")
-        if problems["problem_id"].n_unique() != problems.height:
-            raise UserError(f"{problems_path}: column 'problem_id' repeats values; rerun `sws prepare`")
-        check_rollouts(rollouts, rollouts_path)
-        records = merge_repeated_records(rollouts)
-        stats = record_stats(records)
-        unknown = unknown_problems(stats, problems)
-        if unknown.height:
-            raise UserError(
-                f"{rollouts_path}: {unknown['n_record'].sum()} records name {unknown.height} problem_ids missing "
-                f"from problems.parquet (e.g. '{unknown['problem_id'][0]}'); log rollouts of this run's problems "
-                "(`sws ingest` checks that)"
-            )
-        n_merged = rollouts.height - records.height
-        if n_merged:
-            ui.info(f"{STAGE}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
-                    "the row before them (n and n_correct summed)")
-        weakness = weakness_table(problems, stats, cfg.identify)
-        prior_weak = read_table(run_dir, "prior_weak")["problem_id"] if prior_weak_path.exists() else None
-        categories = category_table(weakness, prior_weak, cfg.rounds.persist_weight)
-        figures = {"trajectories": trajectory_figure(weakness, cfg.seed), "fail_ratios": fail_ratio_figure(categories)}
-        write_table(run_dir, "weakness", weakness)
-        write_table(run_dir, "categories", categories)
-        for name, figure in figures.items():
-            save_figure(figure, outputs[name])
-        n_weak = int(weakness["weak"].sum())
-        ui.info(f"{STAGE}: {n_weak} of {weakness.height} problems are weak "
-                f"({rollouts.height} rollout records) -> {outputs['weakness']}")
-        return StageResult(STAGE, rows={"weakness": weakness.height, "categories": categories.height},
-                           info={"n_weak": n_weak, "n_rollouts": rollouts.height, "n_merged_rows": n_merged})
-
-    settings = {"identify": cfg.identify.model_dump(mode="json"), "seed": cfg.seed}
-    if prior_weak_path.exists():
-        settings["persist_weight"] = cfg.rounds.persist_weight
-    result = run_stage(
-        run_dir, STAGE, config=settings,
-        inputs=[problems_path, rollouts_path, *([prior_weak_path] if prior_weak_path.exists() else [])], outputs=list(outputs.values()), body=body, force=force,
-    )
-    print_summary(read_table(run_dir, "categories"))
-    return result
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    # persist_weight counts only in a later round, which has prior_weak; a changed weight reruns round 1 too.
+    return {"identify": cfg.identify.model_dump(mode="json"), "seed": cfg.seed,
+            "persist_weight": cfg.rounds.persist_weight}
 
 
-DECLARED = (Stage(
-    STAGE, "Find the problems the policy keeps failing and each category's synthesis budget share.", drive=run,
-    reads=("problems", "rollouts"), writes=("weakness", "categories"), section="identify",
+def plots(cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
+    return [run.plots / TRAJECTORY_PLOT, run.plots / FAIL_RATIO_PLOT]
+
+
+def identify(context: StageContext) -> StageOutput:
+    """Each problem's accuracy record and weakness, and each category's share of the budget."""
+    cfg = context.cfg
+    problems, rollouts = context.table("problems"), context.table("rollouts")
+    problems_path, rollouts_path = context.source("problems"), context.source("rollouts")
+    if problems.height == 0:
+        raise UserError(f"{problems_path}: has no rows; run `sws prepare` with a non-empty seed set")
+    if problems["problem_id"].n_unique() != problems.height:
+        raise UserError(f"{problems_path}: column 'problem_id' repeats values; rerun `sws prepare`")
+    check_rollouts(rollouts, rollouts_path)
+    records = merge_repeated_records(rollouts)
+    stats = record_stats(records)
+    unknown = unknown_problems(stats, problems)
+    if unknown.height:
+        raise UserError(
+            f"{rollouts_path}: {unknown['n_record'].sum()} records name {unknown.height} problem_ids missing "
+            f"from problems.parquet (e.g. '{unknown['problem_id'][0]}'); log rollouts of this run's problems "
+            "(`sws ingest` checks that)"
+        )
+    n_merged = rollouts.height - records.height
+    if n_merged:
+        ui.info(f"{STEP}: {rollouts_path}: merged {n_merged} rows that repeat a (step, problem_id) into "
+                "the row before them (n and n_correct summed)")
+    weakness = weakness_table(problems, stats, cfg.identify)
+    prior_weak = context.tables.get("prior_weak")
+    categories = category_table(weakness, None if prior_weak is None else prior_weak["problem_id"],
+                                cfg.rounds.persist_weight)
+    trajectories, fail_ratios = plots(cfg, context.run, context.options)
+    n_weak = int(weakness["weak"].sum())
+    ui.info(f"{STEP}: {n_weak} of {weakness.height} problems are weak ({rollouts.height} rollout records) "
+            "-> weakness.parquet")
+    print_summary(categories)
+    return StageOutput(
+        tables={"weakness": weakness, "categories": categories},
+        files={trajectories: functools.partial(save_figure, trajectory_figure(weakness, cfg.seed)),
+               fail_ratios: functools.partial(save_figure, fail_ratio_figure(categories))},
+        info={"n_weak": n_weak, "n_rollouts": rollouts.height, "n_merged_rows": n_merged})
+
+
+STAGE = Stage(
+    STEP, "Find the problems the policy keeps failing and each category's synthesis budget share.", identify,
+    # prior_weak: only in a later round of `sws run --rounds N`, the round before's weak problems.
+    reads=("problems", "rollouts"), optional_reads=("prior_weak",), writes=("weakness", "categories"),
+    settings=settings, output_files=plots, section="identify",
     options=(
         Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),
         Option("identify.max_slope", "Weak if the OLS slope is at most this (default 0).", float),
@@ -244,4 +238,5 @@ DECLARED = (Stage(
                "problem (slope 0) is then not weak.", bool, "--strict-slope/--inclusive-slope"),
         Option("identify.min_records", "Problems with fewer records are not weak.", int),
     ),
-    example="sws identify --run runs/demo --max-acc 0.5 --min-records 2"),)
+    example="sws identify --run runs/demo --max-acc 0.5 --min-records 2")
+DECLARED = (STAGE,)

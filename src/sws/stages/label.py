@@ -2,7 +2,7 @@
 
 Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. The labeler samples N answers
 (synthesize.label_samples) to the problem statement with any leaked solution removed
-(`sws.parsing.split_solution`); `sws.grading` extracts them and groups them by math-verify equivalence
+(`sws.parsing.split_solution`); the world's verifier extracts them and groups them by equivalence
 (unparsed answers and samples cut off at max_tokens never form a group: a cut-off solution's intermediate
 `\\boxed{}` is no final answer). A comparison whose grading runs out of time is "not known equal": it merges
 no groups. A problem is kept when the largest group holds at least synthesize.min_consistency of the N
@@ -32,7 +32,7 @@ from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Request
 from sws.engines.fanout import fan_out
 from sws.executors import Executor
-from sws.grading import GradingPool, equivalent, extract_answer, graded_count, group_answers
+from sws.grading import GradingPool, equivalent, graded_count, group_answers, shared_pool
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import Sampling, policy_role, sample_and_grade
@@ -40,6 +40,8 @@ from sws.prompts import PromptTemplate, load_template
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.verifier import Verifier
+from sws.world import get_world
 
 STEP = "label"
 WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
@@ -65,10 +67,10 @@ def student_model(cfg: PipelineConfig, run: RunDir) -> list[Path]:
 
 
 def template(cfg: PipelineConfig) -> PromptTemplate:
-    return load_template("label", cfg.synthesize.prompt_dir)
+    return load_template("label", cfg.synthesize.prompt_dir, cfg.world)
 
 
-def teacher_label(answers: list[str | None], pool: GradingPool | None = None) -> tuple[str | None, float]:
+def teacher_label(answers: list[str | None], pool: GradingPool) -> tuple[str | None, float]:
     """The answer of the largest equivalence group and that group's share of all samples (None, 0 if none)."""
     groups = group_answers(answers, pool)
     if not groups:
@@ -103,12 +105,13 @@ def label(context: StageContext) -> StageOutput:
         completions = executor.complete("labeler", cfg.roles.labeler, requests, synth.shard_size, "label answers")
     else:
         completions = sampled_in_waves(cfg, executor, requests, synth.label_wave, student is not None)
-    answers = [[sample_answer(completion) for completion in samples] for samples in completions]
+    verifier = context.world.verifier
+    answers = [[sample_answer(completion, verifier) for completion in samples] for samples in completions]
     labels = executor.map_graded(teacher_labels, answers)
     reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
                for answer, consistency in labels]
     for index, ((answer, _), solution) in enumerate(zip(labels, leaked, strict=True)):
-        if reasons[index] is None and copies_solution(answer, solution):
+        if reasons[index] is None and copies_solution(answer, solution, verifier):
             reasons[index] = "copied_solution"
         if reasons[index] is None and text_hygiene.any_hostile([answer or "", problems[index]]):
             reasons[index] = text_hygiene.REJECT_REASON
@@ -144,6 +147,7 @@ def sampled_in_waves(cfg: PipelineConfig, executor: Executor, requests: list[Req
     """Each request's samples, drawn `wave` at a time as single-sample requests (`fan_out`: seeds seed, seed + 1,
     ...) until `label_settled` says more cannot change the problem's decision or label."""
     synth = cfg.synthesize
+    verifier = get_world(cfg.world).verifier
     singles = [fan_out(request) for request in requests]
     drawn: list[list[Completion]] = [[] for _ in requests]
     pending = list(range(len(requests)))
@@ -154,7 +158,8 @@ def sampled_in_waves(cfg: PipelineConfig, executor: Executor, requests: list[Req
                                      synth.shard_size, f"label answers (wave of {wave})")
         for (index, _), [completion] in zip(asked, answered, strict=True):
             drawn[index].append(completion)
-        groups = executor.map_graded(teacher_labels, [[sample_answer(c) for c in drawn[index]] for index in pending])
+        groups = executor.map_graded(teacher_labels, [[sample_answer(c, verifier) for c in drawn[index]]
+                                                      for index in pending])
         pending = [index for index, (_, share) in zip(pending, groups, strict=True)
                    if not label_settled(round(share * len(drawn[index])), len(drawn[index]), requests[index].n,
                                         synth.min_consistency, weak_to_strong)]
@@ -174,15 +179,15 @@ def label_settled(top: int, drawn: int, total: int, min_consistency: float, weak
     return drawn >= total or not passes(top + left) or (passes(top) and 2 * top > total)
 
 
-def sample_answer(completion: Completion) -> str | None:
+def sample_answer(completion: Completion, verifier: Verifier) -> str | None:
     """A labeler sample's final answer; None when it was cut off at max_tokens."""
-    return None if completion.truncated else extract_answer(completion.text)
+    return None if completion.truncated else verifier.extract(completion.text)
 
 
-def copies_solution(answer: str | None, leaked_solution: str | None) -> bool:
+def copies_solution(answer: str | None, leaked_solution: str | None, verifier: Verifier) -> bool:
     """Whether a label is the answer of a solution that the problem text itself carries."""
-    stated = extract_answer(leaked_solution) if leaked_solution else None
-    return answer is not None and stated is not None and equivalent(stated, answer)
+    stated = verifier.extract(leaked_solution) if leaked_solution else None
+    return answer is not None and stated is not None and equivalent(stated, answer, shared_pool(verifier))
 
 
 def _teacher_reason(answer: str | None, consistency: float, min_consistency: float, weak_to_strong: bool) -> str | None:

@@ -11,25 +11,16 @@ is unique.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    SCHEMAS,
-    StageResult,
-    read_table,
-    rejected_path,
-    run_stage,
-    table_path,
-    write_rejected,
-    write_table,
-)
+from sws.artifacts import SCHEMAS
 from sws.config import PipelineConfig
+from sws.errors import UserError
 from sws.funnel import funnel_row
 from sws.near_duplicates import problem_key
-from sws.stage import Stage
+from sws.runner import StageContext, StageOutput
+from sws.stage import Stage, producer_of
 
 STEP = "mix"
 SELECTED_STEP = "mix_selected"
@@ -78,51 +69,54 @@ def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_so
     return pl.concat([seed, added]), rejected_rows
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    present = [kind for kind in cfg.mix.sources if table_path(run_dir, ADDITIONS[kind][0]).exists()]
-    # With none present, reading the first names the command that writes it.
-    return build(cfg, run_dir, STEP, "augmented", present or cfg.mix.sources[:1], force, funnel=True)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    return {"source": synthetic_source(cfg), "sources": cfg.mix.sources}
 
 
-def run_selected(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
+def chosen_sources(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """The tables `mix.sources` names."""
+    return tuple(ADDITIONS[kind][0] for kind in cfg.mix.sources)
+
+
+def mix_augmented(context: StageContext) -> StageOutput:
+    """augmented: the seed problems with the sources of `mix.sources` that were written added."""
+    kinds = [kind for kind in context.cfg.mix.sources if ADDITIONS[kind][0] in context.tables]
+    if not kinds:
+        first = ADDITIONS[context.cfg.mix.sources[0]][0]
+        raise UserError(f"{context.source(first)}: not found; run `{producer_of(first)} --run {context.run.root}` "
+                        "first")
+    return build(context, STEP, "augmented", kinds)
+
+
+def mix_selected(context: StageContext) -> StageOutput:
     """The selected arm's training set (`select.arm`): seed ∪ selected, by the same rule as augmented."""
-    return build(cfg, Path(run_dir), SELECTED_STEP, "selected_mix", ["selected"], force)
+    return build(context, SELECTED_STEP, "selected_mix", ["selected"])
 
 
-def build(cfg: PipelineConfig, run_dir: Path, step: str, table: str, kinds: list[str], force: bool,
-          funnel: bool = False) -> StageResult:
-    """Write `table` (+ its rejected sidecar): the seed problems with those of `kinds` added by `mix`."""
-    source = synthetic_source(cfg)
-
-    def body() -> StageResult:
-        problems = read_table(run_dir, "problems")
-        additions = {kind: read_table(run_dir, ADDITIONS[kind][0]) for kind in kinds}
-        mixed, rejected = mix(problems, additions, source)
-        write_table(run_dir, table, mixed)
-        write_rejected(run_dir, table, rejected)
-        n_added = mixed.height - problems.height
-        ui.info(f"{step}: {problems.height} seed + {n_added} {' and '.join(kinds)} = {mixed.height} problems "
-                f"({rejected.height} rejected as duplicates)")
-        info = {"seed": problems.height, "added": n_added, "sources": kinds}
-        if funnel:
-            info["funnel"] = funnel_row(step, sum(frame.height for frame in additions.values()), n_added,
-                                        rejected["reject_reason"]).as_info()
-        return StageResult(step, rows={table: mixed.height, f"{table}.rejected": rejected.height}, info=info)
-
-    return run_stage(
-        run_dir, step, config={"source": source, "sources": kinds},
-        inputs=[table_path(run_dir, "problems"), *(table_path(run_dir, ADDITIONS[kind][0]) for kind in kinds)],
-        outputs=[table_path(run_dir, table), rejected_path(run_dir, table)], body=body, force=force,
-    )
+def build(context: StageContext, step: str, table: str, kinds: list[str]) -> StageOutput:
+    """`table` (+ its rejected rows): the seed problems with those of `kinds` added by `mix`."""
+    problems = context.table("problems")
+    additions = {kind: context.table(ADDITIONS[kind][0]) for kind in kinds}
+    mixed, rejected = mix(problems, additions, synthetic_source(context.cfg))
+    n_added = mixed.height - problems.height
+    ui.info(f"{step}: {problems.height} seed + {n_added} {' and '.join(kinds)} = {mixed.height} problems "
+            f"({rejected.height} rejected as duplicates)")
+    return StageOutput(
+        tables={table: mixed}, rejected={table: rejected},
+        funnel=funnel_row(step, sum(frame.height for frame in additions.values()), n_added,
+                          rejected["reject_reason"]),
+        info={"seed": problems.height, "added": n_added, "sources": kinds})
 
 
-DECLARED = (
-    Stage(STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and "
-          "the selected ones (mix.sources).", drive=run, reads=("problems", "filtered"), writes=("augmented",),
-          section="mix", funnel=True, example="sws mix --run runs/demo"),
-    Stage(SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
-          "selected ones (select.arm).", drive=run_selected, reads=("problems", "selected"), writes=("selected_mix",),
-          section="select", title="mix selected", runs_when=lambda cfg: cfg.select.arm,
-          example="sws mix_selected --run runs/demo"),
-)
+STAGE = Stage(
+    STEP, "Build augmented.parquet: the seed problems plus the synthetic problems that passed every filter and the "
+    "selected ones (mix.sources).", mix_augmented, reads=("problems",),
+    # A source whose stage has not run is left out; with none written, the first is missing.
+    more_optional_reads=chosen_sources, writes=("augmented",), rejects=("augmented",), settings=settings,
+    section="mix", funnel=True, example="sws mix --run runs/demo")
+SELECTED = Stage(
+    SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
+    "selected ones (select.arm).", mix_selected, reads=("problems", "selected"), writes=("selected_mix",),
+    rejects=("selected_mix",), section="select", title="mix selected", runs_when=lambda cfg: cfg.select.arm,
+    example="sws mix_selected --run runs/demo")
+DECLARED = (STAGE, SELECTED)

@@ -34,26 +34,20 @@ from pathlib import Path
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    SCHEMAS,
-    StageResult,
-    read_records,
-    rejected_path,
-    run_stage,
-    table_path,
-    write_rejected,
-    write_table,
-)
+from sws.artifacts import SCHEMAS, read_records
 from sws.categorize import UNCATEGORIZED, Categorizer, category_key, category_list, with_category_source
 from sws.config import PipelineConfig, PrepareConfig, require_roles
 from sws.errors import UserError
+from sws.funnel import FunnelRow
 from sws.near_duplicates import problem_key
 from sws.prompts import load_template
 from sws.rollouts import TEXT_FIELDS, normalise_text
+from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.world import all_worlds
 
-STAGE = "prepare"
+STEP = "prepare"
 # The public math sets shipped inside the package (see its data/README.md), so an installed sws finds them.
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_CATEGORY = UNCATEGORIZED
@@ -318,56 +312,57 @@ def seed_file(settings: PrepareConfig) -> Path:
                     f"or --preset NAME for a shipped set ({', '.join(PRESETS)})")
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    settings = cfg.prepare
-    input_path = seed_file(settings)
-    if not input_path.is_file():
-        raise UserError(f"{input_path}: file not found; pass --input (prepare.input) a JSON list, JSONL or Parquet file")
-    outputs = [table_path(run_dir, "problems"), rejected_path(run_dir, "problems")]
+def seed_input(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    """The seed file, which must exist: the stage's one input besides its settings."""
+    path = seed_file(cfg.prepare)
+    if not path.is_file():
+        raise UserError(f"{path}: file not found; pass --input (prepare.input) a JSON list, JSONL or Parquet file")
+    return [path]
 
-    categorizer = Categorizer(cfg, run_dir, "label categories")
-    if settings.categorize:
-        require_roles(cfg, ["categorizer"], "the pipeline config")
 
-    def body() -> StageResult:
-        records = read_records(input_path)
-        preset = settings.preset or detect_preset(input_path, records.columns)
-        problems, rejected = normalize_records(records, input_path, settings, preset, categorizer)
-        if settings.max_problems is not None and problems.height > settings.max_problems:
-            problems = problems.with_row_index("_row").sample(settings.max_problems, seed=cfg.seed).sort("_row").drop("_row")
-        write_table(run_dir, "problems", problems)
-        write_rejected(run_dir, "problems", rejected)
-        reasons = dict(Counter(rejected["reject_reason"].to_list()))
-        n_categories = problems["category"].n_unique()
-        ui.info(f"{STAGE}: {problems.height} problems in {n_categories} "
-                f"{'category' if n_categories == 1 else 'categories'} from {input_path}"
-                f"{f' (preset {preset})' if preset else ''} -> {outputs[0]}; {rejected.height} rejected"
-                + (f" ({', '.join(f'{n} {reason}' for reason, n in reasons.items())})" if reasons else ""))
-        info = {"preset": preset, "n_categories": n_categories, "rejected": reasons}
-        if settings.categorize:
-            funnel = categorizer.funnel()
-            ui.info(f"{STAGE}: the categorizer labeled {funnel.kept} of {funnel.rows_in} problems"
-                    + (f"; {funnel.rows_in - funnel.kept} stay {DEFAULT_CATEGORY}" if funnel.kept < funnel.rows_in
-                       else ""))
-            info["funnel"] = funnel.as_info()
-        return StageResult(STAGE, rows={"problems": problems.height, "problems.rejected": rejected.height},
-                           info=info)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    return {"prepare": cfg.prepare.model_dump(mode="json"), **categorizer_identity(cfg)}
 
-    return run_stage(run_dir, STAGE, config={"prepare": settings.model_dump(mode="json"),
-                                             **categorizer_identity(cfg)},
-                     inputs=[input_path], outputs=outputs, body=body, force=force)
+
+def prepare(context: StageContext) -> StageOutput:
+    """The seed file normalised into problems (a seeded sample of `prepare.max_problems`) and rejected rows."""
+    cfg = context.cfg
+    chosen = cfg.prepare
+    input_path = seed_file(chosen)
+    records = read_records(input_path)
+    preset = chosen.preset or detect_preset(input_path, records.columns)
+    categorizer = Categorizer(cfg, context.executor, "label categories") if chosen.categorize else None
+    problems, rejected = normalize_records(records, input_path, chosen, preset, categorizer)
+    if chosen.max_problems is not None and problems.height > chosen.max_problems:
+        problems = problems.with_row_index("_row").sample(chosen.max_problems, seed=cfg.seed).sort("_row").drop("_row")
+    reasons = dict(Counter(rejected["reject_reason"].to_list()))
+    n_categories = problems["category"].n_unique()
+    ui.info(f"{STEP}: {problems.height} problems in {n_categories} "
+            f"{'category' if n_categories == 1 else 'categories'} from {input_path}"
+            f"{f' (preset {preset})' if preset else ''} -> problems.parquet; {rejected.height} rejected"
+            + (f" ({', '.join(f'{n} {reason}' for reason, n in reasons.items())})" if reasons else ""))
+    funnel: FunnelRow | bool = False
+    if categorizer is not None:
+        funnel = categorizer.funnel()
+        ui.info(f"{STEP}: the categorizer labeled {funnel.kept} of {funnel.rows_in} problems"
+                + (f"; {funnel.rows_in - funnel.kept} stay {DEFAULT_CATEGORY}" if funnel.kept < funnel.rows_in
+                   else ""))
+    return StageOutput(tables={"problems": problems}, rejected={"problems": rejected}, funnel=funnel,
+                       info={"preset": preset, "n_categories": n_categories, "rejected": reasons})
 
 
 def categorizer_identity(cfg: PipelineConfig) -> dict:
     """What decides the labels when `prepare.categorize` is on (part of a manifest's config)."""
     if not cfg.prepare.categorize:
         return {}
+    require_roles(cfg, ["categorizer"], "the pipeline config")
     return {"seed": cfg.seed, "categorizer": cfg.roles.categorizer.model_dump(mode="json"),
-            "categories": category_list(cfg), "categorize_prompt": load_template("categorize").digest}
+            "categories": category_list(cfg), "categorize_prompt": load_template("categorize", world=cfg.world).digest}
 
 
-DECLARED = (Stage(
-    STAGE, "Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a "
-    "reason); with prepare.categorize, the categorizer labels rows without a category.", drive=run, writes=("problems",),
-    section="prepare", funnel=True, command="sws prepare"),)
+STAGE = Stage(
+    STEP, "Normalise a seed problem set into problems.parquet (duplicates and unanswered rows rejected with a "
+    "reason); with prepare.categorize, the categorizer labels rows without a category.", prepare,
+    writes=("problems",), rejects=("problems",), settings=settings, input_files=seed_input, section="prepare",
+    funnel=True, command="sws prepare")
+DECLARED = (STAGE,)

@@ -66,7 +66,7 @@ def settings(cfg: PipelineConfig, options: dict) -> dict:
         "seed": cfg.seed, "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges],
         "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
         "min_perfect_ratio": synth.min_perfect_ratio, "allow_bad": synth.allow_bad,
-        "prompt": load_template("rate", synth.prompt_dir).digest,
+        "prompt": load_template("rate", synth.prompt_dir, cfg.world).digest,
     }
 
 
@@ -76,7 +76,7 @@ def rate(context: StageContext) -> StageOutput:
     synth = cfg.synthesize
     if not cfg.roles.judges:
         raise UserError("config field 'roles.judges' is empty; list at least one judge role")
-    template = load_template("rate", synth.prompt_dir)
+    template = load_template("rate", synth.prompt_dir, cfg.world)
     synthetic = context.table("synthetic")
     ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
     prompts = [template.render({"problem": problem}) for problem in problems]

@@ -2,42 +2,36 @@
 
 Sections: the run and its roles, category fail ratios and synthesis budget, trajectories of the weak problems,
 the synthesis funnel (with the completions cut off at max_tokens), two judges' analyses per category, the
-difficulty-band histogram, training curves, the evaluation table, weakness mitigation, the three arms side by side
-(seed only, synthetic, selected; with `select.arm`), and every problem set's teachability `1 - |2μ - 1|` and
-gradient-bearing share (0 < μ < 1) under each policy. A section whose inputs are missing says which command makes them. When a role is played by an
-engine the world brings (the arith oracle), the page says what it is, in the world's words.
+difficulty-band histogram, training curves, the evaluation table, weakness mitigation, the arms side by side
+(`sws.arms`: seed only, synthetic, selected; with `select.arm`), and every problem set's teachability
+`1 - |2μ - 1|` and gradient-bearing share (0 < μ < 1) under each policy. A section whose inputs are missing says
+which command makes them. When a role is played by an engine the world brings (the arith oracle), the page says
+what it is, in the world's words.
+
+The report is a declared stage: it reads every table it shows through its declaration (each when present), the
+manifests through `StageContext.manifest`, and returns the page and its plots as files.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from sws import ui
-from sws.artifacts import (
-    TRAIN_KINDS,
-    StageResult,
-    environment,
-    read_manifest,
-    read_parquet,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-    write_text,
-)
+from sws import arms, ui
+from sws.artifacts import environment, round_name
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import FunnelRow, per_kept_problem, read_budget_spending, read_funnel, token_usage
-from sws.plots import bar_chart, line_chart, new_figure, save_figure
-from sws.run_dir import RunDir
+from sws.plots import bar_chart, line_chart, new_figure
+from sws.run_dir import RunDir, in_round
+from sws.runner import REJECTED, StageContext, StageOutput
 from sws.stage import Stage, all_stages, producer_of
 from sws.stages import audit, combine, generate, score
 from sws.stages import eval as eval_stage
@@ -51,6 +45,7 @@ if TYPE_CHECKING:
 def funnel_steps() -> list[str]:
     """The stages that record a funnel row, in the method's order."""
     return [stage.name for stage in all_stages() if stage.funnel]
+
 
 def teachability(accuracy: pl.Expr) -> pl.Expr:
     """SynCo's teachability T(μ) = 1 - |2μ - 1|: 1 at μ = 0.5, 0 for problems always or never solved."""
@@ -69,33 +64,46 @@ class Section:
 
 
 class Page:
-    """Collects figures for one report: each is saved under plots/report/ and embedded in the page."""
+    """One report being drawn from the stage's context: its tables, the run's manifests, and the figures drawn so
+    far, each embedded in the page and kept as a file under plots/report/."""
 
-    def __init__(self, run_dir: Path, cfg: PipelineConfig) -> None:
-        self.run_dir = Path(run_dir)
-        self.cfg = cfg
+    def __init__(self, context: StageContext) -> None:
+        self.context = context
+        self.run_dir = context.run.root
+        self.cfg = context.cfg
+        self.plots: dict[Path, Callable[[Path], None]] = {}
 
     def figure(self, figure: Figure, name: str) -> str:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        png = buffer.getvalue()
         # Its own folder: a report plot must never overwrite a stage's output (identify's weak_trajectories.png).
-        return self.image(save_figure(figure, RunDir(self.run_dir).plots / "report" / f"{name}.png"))
+        self.plots[self.context.run.plots / "report" / f"{name}.png"] = lambda path: path.write_bytes(png)
+        return embedded(png, name)
 
     def image(self, path: Path) -> str:
         """A PNG file embedded in the page (no link to the file)."""
-        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{encoded}">'
+        return embedded(path.read_bytes(), path.stem)
 
     def table(self, name: str) -> pl.DataFrame | None:
-        return read_table(self.run_dir, name) if table_path(self.run_dir, name).exists() else None
+        return self.context.tables.get(name)
 
     def rejected(self, name: str) -> pl.DataFrame | None:
-        path = rejected_path(self.run_dir, name)
-        return read_parquet(path) if path.exists() else None
+        return self.context.tables.get(name + REJECTED)
+
+    def manifest(self, stage: str) -> dict[str, Any] | None:
+        return self.context.manifest(stage)
 
     def missing(self, name: str) -> str:
         return paragraph(f"Not available yet: run `{producer_of(name)} --run {self.run_dir}`.", "missing")
 
 
 # ---------------------------------------------------------------- HTML helpers
+
+
+def embedded(png: bytes, name: str) -> str:
+    encoded = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{encoded}">'
 
 
 def paragraph(text: str, css_class: str = "") -> str:
@@ -162,11 +170,10 @@ def overview_section(page: Page) -> Section:
         note = get_world(cfg.world).teacher_note.format(roles=", ".join(built_in))
         body += f'<div class="note">{paragraph(note)}</div>'
     body += html_table(role_table)
-    manifests = sorted((page.run_dir / "manifests").glob("*.json"), key=lambda p: p.stat().st_mtime)
-    stages = [read_manifest(page.run_dir, path.stem) for path in manifests]
+    stages = page.context.manifests()
     timings = pl.DataFrame(
-        {"stage": [m["stage"] for m in stages if m], "seconds": [float(m["seconds"]) for m in stages if m],
-         "finished": [m.get("finished_at", "") for m in stages if m]},
+        {"stage": [m["stage"] for m in stages], "seconds": [float(m["seconds"]) for m in stages],
+         "finished": [m.get("finished_at", "") for m in stages]},
         schema={"stage": pl.Utf8, "seconds": pl.Float64, "finished": pl.Utf8},
     )
     if timings.height:
@@ -222,7 +229,7 @@ def trajectories_section(page: Page) -> Section:
 
 def funnel_section(page: Page) -> Section:
     title = "Synthesis funnel"
-    rows: list[FunnelRow] = read_funnel(page.run_dir, funnel_steps())
+    rows: list[FunnelRow] = read_funnel(page.context.manifest, funnel_steps())
     if not rows:
         return Section(title, page.missing("labeled"))
     table = pl.DataFrame({
@@ -234,7 +241,7 @@ def funnel_section(page: Page) -> Section:
     figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
                        ylabel="rows")
     body = page.figure(figure, "funnel") + html_table(table)
-    spending = read_budget_spending(page.run_dir, combine.STEP, generate.STEP)
+    spending = read_budget_spending(page.context.manifest, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         body += ("<h3>How each category's budget was spent</h3>"
                  + paragraph("Distinct concept sets first; a category with fewer than its share fills it with "
@@ -281,7 +288,7 @@ def band_section(page: Page) -> Section:
     rejected = page.rejected("filtered")
     total = kept.height + (0 if rejected is None else rejected.height)
     low, high = page.cfg.filter.band
-    histogram = RunDir(page.run_dir).plots / filter_stage.PLOT_NAME
+    histogram = page.context.run.plots / filter_stage.PLOT_NAME
     body = page.image(histogram) if histogram.exists() else ""
     body += paragraph(f"{kept.height} of {total} labeled problems in the band [{low:g}, {high:g}].")
     return Section(title, body + rounds_table(kept))
@@ -299,17 +306,13 @@ def rounds_table(kept: pl.DataFrame) -> str:
                       "never or always solved; synthesize.adapt_rounds).") + html_table(counts))
 
 
-def curve_name(kind: str) -> str:
-    return f"train/{kind}/curve"
-
-
 def training_section(page: Page) -> Section:
     title = "Training curves"
-    curves = {kind: page.table(curve_name(kind)) for kind in TRAIN_KINDS}
-    series = {kind: curve["reward"].rolling_mean(window_size=10, min_samples=1).to_list()
-              for kind, curve in curves.items() if curve is not None and curve.height}
+    curves = {arm.name: page.table(arm.curve) for arm in arms.ARMS}
+    series = {name: curve["reward"].rolling_mean(window_size=10, min_samples=1).to_list()
+              for name, curve in curves.items() if curve is not None and curve.height}
     if not series:
-        return Section(title, page.missing(curve_name("initial")))
+        return Section(title, page.missing(arms.ARMS[0].curve))
     figure = line_chart(series, title="Mean reward per GRPO step (rolling mean over 10 steps)",
                         xlabel="step", ylabel="reward (share of correct rollouts)", ylim=(0, 1))
     steps = pl.DataFrame({"run": list(series), "steps": [len(values) for values in series.values()],
@@ -336,7 +339,7 @@ def benchmarks_section(page: Page) -> Section:
     """Each benchmark's Pass@1 and Avg@k (its own k) per checkpoint, their average, and every held-out set's
     size and overlap with the training sets, from summary.json."""
     title = "Benchmarks: Pass@1 and Avg@k, with the average over benchmarks"
-    if not RunDir(page.run_dir).summary.is_file():
+    if not page.context.run.summary.is_file():
         return Section(title, page.missing("eval/benchmarks"))
     summary = eval_stage.read_summary(page.run_dir)
     rows = [{"checkpoint": checkpoint, "benchmark": name, "k": scores.get("k"), "n": scores.get("n"),
@@ -347,8 +350,9 @@ def benchmarks_section(page: Page) -> Section:
     body = (paragraph("`average` is the unweighted mean over the benchmarks; `base` is train.init_model before "
                       "any training.") + (html_table(pl.DataFrame(rows)) if rows else paragraph("No benchmark."))
             + "<h3>Held-out sets</h3>"
-            + paragraph("No held-out set holds a problem any checkpoint trained on (seed, synthetic, selected); "
-                        "recompute the overlap from eval/problems.parquet and augmented.parquet.")
+            + paragraph("No held-out set holds a problem any arm trains on; recompute the overlap from "
+                        "eval/problems.parquet and the training sets: "
+                        + ", ".join(f"{name}.parquet" for name in arms.training_sets()) + ".")
             + (html_table(pl.DataFrame(held_out)) if held_out else paragraph("No held-out set.")))
     return Section(title, body)
 
@@ -356,7 +360,7 @@ def benchmarks_section(page: Page) -> Section:
 def contamination_section(page: Page) -> Section:
     """The ten generated problems nearest to a benchmark problem (embedding cosine), from generate's manifest."""
     title = "Decontamination: the generated problems closest to a benchmark"
-    manifest = read_manifest(page.run_dir, generate.STEP)
+    manifest = page.manifest(generate.STEP)
     if manifest is None:
         return Section(title, page.missing("synthetic"))
     pairs = manifest.get("info", {}).get("closest_benchmark_pairs", [])
@@ -394,27 +398,26 @@ def mitigation_section(page: Page) -> Section:
     return Section(title, body + weak_like_table(page) + precision_table(page) + weak_exposure_table(page))
 
 
-# The three arms the selected arm (select.arm) compares, as eval names their checkpoints, with their labels.
-ARMS = {"baseline": "seed only", "augmented": "synthetic", "selected": "selected"}
-ARM_DIFFERENCES = (("augmented", "baseline"), ("selected", "baseline"), ("augmented", "selected"))
-# The table each arm trains on (the baseline's is the seed set).
-ARM_TABLES = {"baseline": "problems", "augmented": "augmented", "selected": "selected_mix"}
+def evaluated_arms(weakness: pl.DataFrame) -> dict[str, str]:
+    """The arms some difference compares (`sws.arms`) that eval evaluated, by checkpoint name, with their labels."""
+    return {arm.name: arm.label for arm in arms.compared() if arm.name in set(weakness["checkpoint"])}
 
 
-def by_arm(frame: pl.DataFrame, index: list[str], value: str) -> pl.DataFrame:
-    """`value` per `index` row with one column per arm, then each difference between arms, in points."""
-    wide = (frame.filter(pl.col("checkpoint").is_in(list(ARMS)))
+def by_arm(frame: pl.DataFrame, index: list[str], value: str, labels: dict[str, str]) -> pl.DataFrame:
+    """`value` per `index` row with one column per arm of `labels`, then each difference between them, in points."""
+    wide = (frame.filter(pl.col("checkpoint").is_in(list(labels)))
             .pivot(on="checkpoint", index=index, values=value, sort_columns=False))
-    wide = wide.select(*index, *ARMS).rename(ARMS)
-    return wide.with_columns((100 * (pl.col(ARMS[ahead]) - pl.col(ARMS[behind])))
+    wide = wide.select(*index, *labels).rename(labels)
+    return wide.with_columns((100 * (pl.col(labels[ahead]) - pl.col(labels[behind])))
                              .map_elements("{:+.1f}".format, return_dtype=pl.Utf8)
-                             .alias(f"{ARMS[ahead]} − {ARMS[behind]} (points)") for ahead, behind in ARM_DIFFERENCES)
+                             .alias(f"{labels[ahead]} − {labels[behind]} (points)")
+                             for ahead, behind in arms.differences() if {ahead, behind} <= set(labels))
 
 
-def added_problems(page: Page) -> pl.DataFrame:
+def added_problems(page: Page, labels: dict[str, str]) -> pl.DataFrame:
     """Per category and overall, the problems each arm's training set adds to the seed set."""
     seed = page.table("problems")
-    tables = {ARMS[checkpoint]: page.table(name) for checkpoint, name in ARM_TABLES.items()}
+    tables = {arm.label: page.table(arm.training_set) for arm in arms.compared() if arm.name in labels}
     tables = {arm: table for arm, table in tables.items() if table is not None}
     if seed is None or not tables:
         return pl.DataFrame()
@@ -431,13 +434,14 @@ def arms_section(page: Page) -> Section:
     """Seed only, synthetic and selected (select.arm): each continues from the initial policy for the same steps."""
     title = "Synthesis against selection: seed only, synthetic and selected on the same steps"
     weakness = page.table("eval/weakness")
-    if weakness is None or "selected" not in weakness["checkpoint"].to_list():
+    labels = evaluated_arms(weakness) if weakness is not None else {}
+    if not set(labels) - set(arms.HEADLINE):
         return Section(title, paragraph(
             "No selected arm in this run: set select.arm: true (with mix.sources: [synthetic]) to also train seed ∪ "
             "the pool problems nearest the weak ones (sws select) for as many steps as augmented, and compare.",
             "missing"))
-    steps = {ARMS[kind]: (curve.height if (curve := page.table(curve_name(kind))) is not None else None)
-             for kind in ARMS}
+    steps = {arm.label: (curve.height if (curve := page.table(arm.curve)) is not None else None)
+             for arm in arms.compared() if arm.name in labels}
     budget = ("as many pool problems as the band filter kept synthetic ones (select.budget empty)"
               if page.cfg.select.budget is None else f"select.budget = {page.cfg.select.budget} pool problems")
     body = paragraph(
@@ -446,28 +450,28 @@ def arms_section(page: Page) -> Section:
         f"the pool problems sws select took nearest the weak ones, {budget}, split over the categories by fail "
         f"ratio. GRPO steps: {', '.join(f'{arm} {count}' for arm, count in steps.items())}. Differences are in "
         "points; one run's difference is mostly noise, `sws compare` gives them over seeds.")
-    added = added_problems(page)
+    added = added_problems(page, labels)
     if added.height:
         body += "<h3>Problems each arm adds to the seed set</h3>" + html_table(added)
-    counts = weakness.filter(pl.col("checkpoint") == "selected").select("category", "n_weak")
+    counts = weakness.filter(pl.col("checkpoint") == weakness["checkpoint"][0]).select("category", "n_weak")
     body += ("<h3>Previously weak problems solved (greedy)</h3>"
-             + html_table(by_arm(weakness, ["category"], "solved").join(counts, on="category", how="left")))
+             + html_table(by_arm(weakness, ["category"], "solved", labels).join(counts, on="category", how="left")))
     benchmarks = page.table("eval/benchmarks")
     if benchmarks is not None:
         like = benchmarks.filter(pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
         if like.height:
             body += ("<h3>Fresh problems of the weak problems' families (weak_like), Pass@1</h3>"
-                     + html_table(by_arm(like, ["category"], "pass1")))
+                     + html_table(by_arm(like, ["category"], "pass1", labels)))
         overall = benchmarks.filter((pl.col("category") == eval_stage.OVERALL)
                                     & (pl.col("eval_set") != eval_stage.WEAK_LIKE_SET))
         if overall.height:
             body += ("<h3>Every evaluation set, Pass@1 (the seed set is the training set)</h3>"
-                     + html_table(by_arm(overall, ["eval_set"], "pass1")))
+                     + html_table(by_arm(overall, ["eval_set"], "pass1", labels)))
             per_category = benchmarks.filter((pl.col("category") != eval_stage.OVERALL)
                                              & ~pl.col("eval_set").is_in([eval_stage.WEAK_LIKE_SET, eval_stage.SEED_SET]))
             if per_category.height:
                 body += ("<h3>Held-out sets per category, Pass@1</h3>"
-                         + html_table(by_arm(per_category, ["eval_set", "category"], "pass1")))
+                         + html_table(by_arm(per_category, ["eval_set", "category"], "pass1", labels)))
     return Section(title, body)
 
 
@@ -486,15 +490,15 @@ def weak_like_table(page: Page) -> str:
 
 def precision_table(page: Page) -> str:
     """Each headline share, greedy and over k samples, with its standard error (summary.json)."""
-    if not RunDir(page.run_dir).summary.is_file():
+    if not page.context.run.summary.is_file():
         return ""
     summary = eval_stage.read_summary(page.run_dir)
 
     def share(prefix: str, name: str) -> float | None:
         if name != eval_stage.DIFFERENCE:
             return summary.get(f"{prefix}_{name}", {}).get("overall")
-        augmented, baseline = share(prefix, "augmented"), share(prefix, "baseline")
-        return None if augmented is None or baseline is None else augmented - baseline
+        ahead, behind = (share(prefix, arm) for arm in arms.HEADLINE)
+        return None if ahead is None or behind is None else ahead - behind
 
     rows = [{"set": eval_set, "policy": name, "greedy": share(greedy, name), "greedy SE": error["pass1"],
              "avg@k": share(sampled, name), "avg@k SE": error["avg_k"]}
@@ -516,13 +520,13 @@ def weak_exposure_table(page: Page) -> str:
         return ""
     weak = weakness.filter(pl.col("weak")).select("problem_id")
     rows = []
-    for kind in TRAIN_KINDS[1:]:
-        rollouts = page.table(f"train/{kind}/rollouts")
+    for arm in arms.continuing():
+        rollouts = page.table(arm.rollouts)
         if rollouts is None or weak.height == 0:
             continue
         draws = rollouts.group_by("problem_id").agg(pl.col("step").n_unique().alias("draws"))
         per_weak = weak.join(draws, on="problem_id", how="left").fill_null(0)["draws"]
-        rows.append({"run": kind, "draws per weak problem": per_weak.mean(),
+        rows.append({"run": arm.name, "draws per weak problem": per_weak.mean(),
                      "draws per problem trained on": draws["draws"].mean(), "weak problems never drawn":
                      int((per_weak == 0).sum())})
     if not rows:
@@ -582,7 +586,7 @@ def teachability_section(page: Page) -> Section:
 
 def environment_section(page: Page) -> Section:
     title = "Environment"
-    evaluated = RunDir(page.run_dir).summary.is_file()
+    evaluated = page.context.run.summary.is_file()
     recorded = eval_stage.read_summary(page.run_dir).get("environment", {}) if evaluated else environment()
     settings = ", ".join(f"{name}={value}" for name, value in recorded.get("kernel_settings", {}).items())
     rows = [("CPU", recorded.get("cpu")), ("CPU cores", recorded.get("cpu_count")),
@@ -608,7 +612,7 @@ def model_call_stages(cfg: PipelineConfig) -> list[str]:
 def tokens_section(page: Page) -> Section:
     title = "Tokens and cost"
     filtered = page.table("filtered")
-    used = token_usage(page.run_dir, model_call_stages(page.cfg), page.cfg.pricing)
+    used = token_usage(page.context.manifest, model_call_stages(page.cfg), page.cfg.pricing)
     if not used.height:
         return Section(title, paragraph("No stage of this run has recorded its tokens yet."))
     priced = ", ".join(f"{role} ${price.input:g} / ${price.output:g}" for role, price in page.cfg.pricing.items())
@@ -624,7 +628,7 @@ def tokens_section(page: Page) -> Section:
 
 def audit_section(page: Page) -> Section:
     title = "Label audit"
-    manifest = read_manifest(page.run_dir, audit.STEP)
+    manifest = page.manifest(audit.STEP)
     if manifest is None or "wrong_label_rate" not in manifest.get("info", {}):
         return Section(title, paragraph("The labels were not audited: set roles.auditor (a model that solves each "
                                         "labeled problem without seeing its label) to check them."))
@@ -635,7 +639,7 @@ def audit_section(page: Page) -> Section:
         f"{info['disagrees']} of the {info['judged']} it answered: an estimated {rate['rate']:.1%} of the labels "
         f"are wrong (95% interval {rate['low']:.1%} to {rate['high']:.1%}). The contradicted ones are quarantined "
         "in audited.rejected.parquet as audit_disagrees, with the label and the auditor's answer.")
-    filter_info = (read_manifest(page.run_dir, filter_stage.STAGE) or {}).get("info", {})
+    filter_info = (page.manifest(filter_stage.STAGE) or {}).get("info", {})
     if filter_info.get(filter_stage.POLICY_DISAGREES):
         body += paragraph(f"The filter rejected {filter_info[filter_stage.POLICY_DISAGREES]} more as "
                           "policy_disagrees: every policy sample stated one answer other than the label.")
@@ -649,7 +653,7 @@ def rounds_section(page: Page) -> Section:
     title = "Rounds: weaknesses across rounds"
     per_round, ledger = page.table("rounds_summary"), page.table("ledger")
     if per_round is None or ledger is None:
-        run = RunDir(page.run_dir).round_of
+        run = page.context.run.round_of
         if run is not None:
             return Section(title, paragraph(f"This is round {Path(page.run_dir).name} of {run.root}; the rounds "
                                             f"side by side and the weakness ledger are in {run.report}."))
@@ -657,7 +661,8 @@ def rounds_section(page: Page) -> Section:
                                         "folder (round r > 1 runs in rounds/<r>/).", "missing"))
     numbers = per_round["round"].to_list()
     figure, axes = new_figure(width=8)
-    for column in ("weak_solved_initial", "weak_solved_baseline", "weak_solved_augmented", "resolved_share"):
+    columns = [f"weak_solved_{arm.name}" for arm in arms.every_round()] + ["resolved_share"]
+    for column in (column for column in columns if column in per_round.columns):
         axes.plot(numbers, per_round[column].cast(pl.Float64).to_list(), marker="o", label=column)
     axes.set_xticks(numbers)
     axes.set_ylim(0, 1)
@@ -691,8 +696,8 @@ def rounds_section(page: Page) -> Section:
             + headline + html_table(per_round) + page.figure(figure, "rounds_ledger_flow")
             + "<h3>Flow: each weak problem's status after its status the round before</h3>" + html_table(flow))
     for number in numbers[1:]:
-        folder = RunDir(page.run_dir).round(number)
-        solved = read_table(folder.root, "eval/weakness") if folder.table("eval/weakness").exists() else None
+        folder = page.context.run.round(number)
+        solved = page.table(in_round(number, "eval/weakness"))
         body += f"<h3>Round {number} ({html.escape(str(folder.root))})</h3>"
         body += (html_table(solved.pivot(on="checkpoint", index="category", values="solved", sort_columns=False))
                  if solved is not None else paragraph("Not evaluated yet.", "missing"))
@@ -713,32 +718,41 @@ SECTIONS: tuple[Callable[[Page], Section], ...] = (
 )
 
 
-def input_files(cfg: PipelineConfig, run_dir: Path) -> list[Path]:
-    names = ("categories", "weakness", "rated", "filtered", "eval/problems", "eval/benchmarks", "eval/weakness",
-             *(curve_name(kind) for kind in TRAIN_KINDS), *ARM_TABLES.values())
-    files = [table_path(run_dir, name) for name in names] + [rejected_path(run_dir, name) for name in ("rated", "filtered")]
-    files += [RunDir(run_dir).plots / filter_stage.PLOT_NAME, RunDir(run_dir).summary]
-    files += [Path(run_dir) / "manifests" / f"{step}.json"
-              for step in dict.fromkeys([*funnel_steps(), *model_call_stages(cfg)])]
-    files += [table_path(run_dir, name) for name in ("ledger", "rounds_summary")]
+# Every table a section shows, each read when present.
+TABLES = ("categories", "weakness", "rated", "rated" + REJECTED, "filtered", "filtered" + REJECTED, "problems",
+          *arms.training_sets(), *(arm.curve for arm in arms.ARMS), *(arm.rollouts for arm in arms.continuing()),
+          "eval/problems", "eval/benchmarks", "eval/weakness", "ledger", "rounds_summary")
+
+
+def later_rounds_evaluated(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """Each later round's weakness mitigation, for the rounds section."""
+    return tuple(in_round(number, "eval/weakness") for number in range(2, cfg.rounds.n + 1))
+
+
+def input_files(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    """The files besides tables a section shows: the band filter's histogram, summary.json, and the manifests
+    whose funnel rows and tokens the page gives."""
+    files = [run.plots / filter_stage.PLOT_NAME, run.summary]
+    files += [run.manifest(step) for step in dict.fromkeys([*funnel_steps(), *model_call_stages(cfg)])]
     return [path for path in files if path.exists()]
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    out = RunDir(run_dir).report
-
-    def body() -> StageResult:
-        page = Page(run_dir, cfg)
-        sections = [build(page) for build in SECTIONS]
-        write_text(out, render_page(f"sws report: {run_dir.name}", sections))
-        ui.info(f"report: {out}")
-        return StageResult("report", info={"path": str(out)})
-
-    return run_stage(run_dir, "report", config=cfg, inputs=input_files(cfg, run_dir), outputs=[out], body=body,
-                     force=force)
+def report_file(cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
+    return [run.report]
 
 
-DECLARED = (Stage(
-    "report", "Write report.html: one self-contained page with every plot and table of the run.", drive=run,
-    section="report", example="sws report --run runs/demo"),)
+def report(context: StageContext) -> StageOutput:
+    """report.html, and the plots it embeds under plots/report/."""
+    page = Page(context)
+    html_page = render_page(f"sws report: {context.run.root.name}", [build(page) for build in SECTIONS])
+    ui.info(f"report: {context.run.report}")
+    return StageOutput(files={context.run.report: lambda path: path.write_text(html_page), **page.plots},
+                       info={"path": str(context.run.report)})
+
+
+STAGE = Stage(
+    "report", "Write report.html: one self-contained page with every plot and table of the run.", report,
+    optional_reads=TABLES, more_optional_reads=later_rounds_evaluated,
+    settings=lambda cfg, options: cfg.model_dump(mode="json"), input_files=input_files, output_files=report_file,
+    section="report", example="sws report --run runs/demo")
+DECLARED = (STAGE,)

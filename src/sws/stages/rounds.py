@@ -15,11 +15,14 @@ problems, and its baseline continues from the same checkpoint for the same steps
 
 After each round, `rounds_ledger` (in the run directory) rewrites `ledger.parquet` (one row per round and problem weak
 in any round up to it) and `rounds_summary.parquet` (one row per round: weak problems by status, synthesis kept, the
-headline, the judges' verdict shares, the share of band-filter problems solved in every rollout).
+headline, the judges' verdict shares, the share of band-filter problems solved in every rollout); it reads a later
+round's tables as the run names them, `rounds/<r>/<table>`. With `rounds.reference_judge`, `rounds_reference` first
+has that judge rate the round's generated problems.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -29,23 +32,19 @@ from typing import Any
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    StageResult,
-    read_parquet,
-    read_table,
-    run_stage,
-    write_table,
-)
+from sws.arms import arm, every_round
 from sws.config import IdentifyConfig, PipelineConfig, with_overrides
 from sws.current_policy import names_policy
 from sws.errors import UserError
-from sws.executors import executor_for
 from sws.prompts import load_template
-from sws.run_dir import RunDir
+from sws.run_dir import RunDir, in_round
+from sws.runner import REJECTED, StageContext, StageOutput
 from sws.stage import Stage, run_stages
 from sws.stages import eval as eval_stage
 from sws.stages import rate
 
+# The arm a later round continues: its policy, training set and rollout log are the next round's start.
+CONTINUED = arm("augmented")
 # The tables a later round takes from the round before instead of computing them.
 WIRED_TABLES = ("problems", "rollouts")
 STATUSES = ("new", "persisting", "resolved", "relapsed")
@@ -81,42 +80,38 @@ def link_checkpoint(target: Path, link: Path) -> None:
     os.replace(temporary, link)
 
 
-def wire_round(cfg: PipelineConfig, run_dir: Path, number: int, force: bool = False) -> StageResult:
-    """Round `number`'s inputs from round `number - 1` (see the module's docstring)."""
-    run = RunDir(run_dir)
-    here, before = run.round(number), run.round(number - 1)
-    checkpoint = before.checkpoint("augmented")
-    inputs = [before.table("augmented"), before.table("train/augmented/rollouts"), before.table("weakness"),
-              checkpoint]
-    outputs = [here.table("problems"), here.table("rollouts"), here.table("prior_weak"), here.initial_checkpoint]
+def wire_round(context: StageContext) -> StageOutput:
+    """A later round's inputs from the round before (see the module's docstring)."""
+    number = int(context.run.root.name)
+    checkpoint = context.run.round_before.checkpoint(CONTINUED.name)
+    if not (checkpoint / "config.json").is_file():
+        raise UserError(f"{checkpoint}: not a trained model; rerun `sws run` to train round {number - 1}")
+    problems, rollouts = context.table(CONTINUED.training_set), context.table(CONTINUED.rollouts)
+    prior_weak = context.table("weakness").filter(pl.col("weak")).select("problem_id")
+    link_checkpoint(checkpoint, context.run.initial_checkpoint)
+    ui.info(f"round {number}: {problems.height} problems, {rollouts.height} rollout records and the policy "
+            f"of round {number - 1} -> {context.run.root}")
+    return StageOutput(tables={"problems": problems, "rollouts": rollouts, "prior_weak": prior_weak})
 
-    def body() -> StageResult:
-        problems = read_table(before.root, "augmented")
-        rollouts = read_table(before.root, "train/augmented/rollouts")
-        prior_weak = read_table(before.root, "weakness").filter(pl.col("weak")).select("problem_id")
-        if not (checkpoint / "config.json").is_file():
-            raise UserError(f"{checkpoint}: not a trained model; rerun `sws run` to train round {number - 1}")
-        write_table(here.root, "problems", problems)
-        write_table(here.root, "rollouts", rollouts)
-        write_table(here.root, "prior_weak", prior_weak)
-        link_checkpoint(checkpoint, here.initial_checkpoint)
-        ui.info(f"round {number}: {problems.height} problems, {rollouts.height} rollout records and the policy "
-                f"of round {number - 1} -> {here.root}")
-        return StageResult("rounds_inputs", rows={"problems": problems.height, "rollouts": rollouts.height,
-                                                 "prior_weak": prior_weak.height})
 
-    return run_stage(here.root, "rounds_inputs", config={"round": number}, inputs=inputs, outputs=outputs,
-                     body=body, force=force)
+INPUTS = Stage(
+    "rounds_inputs", "A later round's problems, rollout log and policy, from the round before.", wire_round,
+    reads=(CONTINUED.training_set, CONTINUED.rollouts, "weakness"), writes=("problems", "rollouts", "prior_weak"),
+    reads_from=lambda run: run.round_before,
+    input_files=lambda cfg, run: [run.round_before.checkpoint(CONTINUED.name)],
+    output_files=lambda cfg, run, options: [run.initial_checkpoint], section="rounds",
+    command="sws run PIPELINE --rounds N", in_run=False)
 
 
 # ---------------------------------------------------------------- the ledger
 
 
 def evaluated_accuracy(eval_problems: pl.DataFrame | None) -> pl.DataFrame:
-    """Per problem: the augmented policy's share of right samples in the round's evaluation (weak and seed sets)."""
+    """Per problem: the continued arm's share of right samples in the round's evaluation (weak and seed sets)."""
     if eval_problems is None:
         return pl.DataFrame(schema={"problem_id": pl.Utf8, "accuracy": pl.Float64})
-    return (eval_problems.filter((pl.col("checkpoint") == "augmented") & pl.col("eval_set").is_in(["weak", "seed"]))
+    return (eval_problems.filter((pl.col("checkpoint") == CONTINUED.name)
+                                 & pl.col("eval_set").is_in([eval_stage.WEAK_SET, eval_stage.SEED_SET]))
             .group_by("problem_id")
             .agg(accuracy=pl.when(pl.col("n").sum() > 0).then(pl.col("n_correct").sum() / pl.col("n").sum())))
 
@@ -208,67 +203,67 @@ def records_rounds(cfg: PipelineConfig) -> bool:
             or any(role is not None and names_policy(role) for role in teachers))
 
 
-def rate_with_reference(cfg: PipelineConfig, round_dir: Path, force: bool = False) -> StageResult | None:
+def reference_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    judge, synth = cfg.rounds.reference_judge, cfg.synthesize
+    return {"seed": cfg.seed, "judge": judge.model_dump(mode="json") if judge is not None else None,
+            "ratings_per_judge": synth.ratings_per_judge, "rate_retries": synth.rate_retries,
+            "prompt": load_template("rate", synth.prompt_dir, cfg.world).digest}
+
+
+def rate_with_reference(context: StageContext) -> StageOutput:
     """`rounds.reference_judge` rates the round's generated problems as `rate` asks its judges
     (`reference_rated.parquet`); its verdicts decide nothing, they measure the round's judges."""
-    judge = cfg.rounds.reference_judge
-    if judge is None:
-        return None
-    round_dir = Path(round_dir)
-    synth = cfg.synthesize
-    template = load_template("rate", synth.prompt_dir)
-
-    def body() -> StageResult:
-        synthetic = read_table(round_dir, "synthetic")
-        ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
-        prompts = [template.render({"problem": problem}) for problem in problems]
-        judged = rate.judge_all(cfg, executor_for(cfg, round_dir), judge, REFERENCE, ids, problems,
-                                prompts) if problems else []
-        verdicts = [json.dumps({REFERENCE: [rate.verdict_label(judgement) for judgement in judgements]})
-                    for judgements, _ in judged]
-        write_table(round_dir, "reference_rated", pl.DataFrame({"syn_id": ids, "verdicts": verdicts},
-                                                               schema={"syn_id": pl.Utf8, "verdicts": pl.Utf8}))
-        return StageResult("rounds_reference", rows={"reference_rated": len(ids)})
-
-    settings = {"seed": cfg.seed, "judge": judge.model_dump(mode="json"), "ratings_per_judge": synth.ratings_per_judge,
-                "rate_retries": synth.rate_retries, "prompt": template.digest}
-    here = RunDir(round_dir)
-    return run_stage(round_dir, "rounds_reference", config=settings, inputs=[here.table("synthetic")],
-                     outputs=[here.table("reference_rated")], body=body, force=force)
+    cfg = context.cfg
+    template = load_template("rate", cfg.synthesize.prompt_dir, cfg.world)
+    synthetic = context.table("synthetic")
+    ids, problems = synthetic["syn_id"].to_list(), synthetic["problem"].to_list()
+    prompts = [template.render({"problem": problem}) for problem in problems]
+    judged = rate.judge_all(cfg, context.executor, cfg.rounds.reference_judge, REFERENCE, ids, problems,
+                            prompts) if problems else []
+    verdicts = [json.dumps({REFERENCE: [rate.verdict_label(judgement) for judgement in judgements]})
+                for judgements, _ in judged]
+    return StageOutput(tables={"reference_rated": pl.DataFrame({"syn_id": ids, "verdicts": verdicts},
+                                                               schema={"syn_id": pl.Utf8, "verdicts": pl.Utf8})})
 
 
-def optional_table(path: Path) -> pl.DataFrame | None:
-    return read_parquet(path) if path.exists() else None
+REFERENCE_RATING = Stage(
+    "rounds_reference", "A fixed judge rates the round's generated problems, to measure its judges.",
+    rate_with_reference, reads=("synthetic",), writes=("reference_rated",), settings=reference_settings,
+    section="rounds", uses_executor=True, command="sws run PIPELINE --rounds N", in_run=False,
+    runs_when=lambda cfg: cfg.rounds.reference_judge is not None)
 
 
-def round_row(cfg: PipelineConfig, run_dir: RunDir, number: int, ledger: pl.DataFrame) -> dict[str, Any]:
-    """One row of `rounds_summary.parquet` (see the module's docstring)."""
-    in_round = ledger.filter(pl.col("round") == number)
-    counts = {f"n_{status}": int((in_round["status"] == status).sum()) for status in STATUSES}
+# What the ledger reads of each round, besides its weakness table: each when present.
+LEDGER_READS = ("eval/problems", "rated", "rated" + REJECTED, "filtered", "filtered" + REJECTED, "reference_rated")
+
+
+def round_row(cfg: PipelineConfig, table: Callable[[str], pl.DataFrame | None], summary: dict[str, Any],
+              number: int, ledger: pl.DataFrame) -> dict[str, Any]:
+    """One row of `rounds_summary.parquet` (see the module's docstring) from round `number`'s tables and summary."""
+    in_round_rows = ledger.filter(pl.col("round") == number)
+    counts = {f"n_{status}": int((in_round_rows["status"] == status).sum()) for status in STATUSES}
     earlier = ledger.filter(pl.col("round") < number)["problem_id"].unique()
-    earlier_now = in_round.filter(pl.col("problem_id").is_in(earlier.implode()))
+    earlier_now = in_round_rows.filter(pl.col("problem_id").is_in(earlier.implode()))
     resolved_share = float((earlier_now["status"] == "resolved").mean()) if earlier_now.height else None
-    frames = [frame for frame in (optional_table(run_dir.table("rated")), optional_table(run_dir.rejected("rated")))
-              if frame is not None]
+    frames = [frame for frame in (table("rated"), table("rated" + REJECTED)) if frame is not None]
     verdicts = [verdict for frame in frames for verdict in frame["verdicts"].to_list()]
     policy_judge = self_judges(cfg)
     shares = verdict_shares(verdicts, lambda name: not policy_judge(name))
     own_shares = verdict_shares(verdicts, policy_judge)
-    scored = [frame.select("n", "n_correct") for frame in (optional_table(run_dir.table("filtered")),
-                                                          optional_table(run_dir.rejected("filtered")))
+    scored = [frame.select("n", "n_correct") for frame in (table("filtered"), table("filtered" + REJECTED))
               if frame is not None and {"n", "n_correct"} <= set(frame.columns)]
     sampled = pl.concat(scored).filter(pl.col("n") > 0) if scored else pl.DataFrame()
-    summary = eval_stage.read_summary(run_dir.root) if run_dir.summary.is_file() else {}
-    kept = optional_table(run_dir.table("filtered"))
-    reference = optional_table(run_dir.table("reference_rated"))
+    kept = table("filtered")
+    reference = table("reference_rated")
     reference_shares = verdict_shares(reference["verdicts"].to_list()) if reference is not None else {}
     return {
         "round": number,
-        "n_weak": int((in_round["weak"].fill_null(False) & (in_round["evidence"] == "rollouts")).sum()), **counts,
+        "n_weak": int((in_round_rows["weak"].fill_null(False) & (in_round_rows["evidence"] == "rollouts")).sum()),
+        **counts,
         "resolved_share": resolved_share,
         "n_kept": kept.height if kept is not None else 0,
-        **{f"weak_solved_{name}": summary.get(f"weak_solved_{name}", {}).get("overall")
-           for name in ("initial", "baseline", "augmented")},
+        **{f"weak_solved_{each.name}": summary.get(f"weak_solved_{each.name}", {}).get("overall")
+           for each in every_round()},
         **{f"judge_{name}": share for name, share in shares.items()},
         **{f"self_{name}": share for name, share in own_shares.items()},
         **{f"reference_{name}": reference_shares.get(name) for name in VERDICT_SHARES},
@@ -276,33 +271,56 @@ def round_row(cfg: PipelineConfig, run_dir: RunDir, number: int, ledger: pl.Data
     }
 
 
-def update_ledger(cfg: PipelineConfig, run_dir: Path, rounds_done: int, force: bool = False) -> StageResult:
-    """`ledger.parquet` and `rounds_summary.parquet` over rounds 1..rounds_done, in the run directory."""
-    run = RunDir(run_dir)
-    rounds = [run.round(number) for number in range(1, rounds_done + 1)]
-    inputs = [path for here in rounds for path in (
-        here.table("weakness"), here.table("eval/problems"), here.summary, here.table("rated"), here.rejected("rated"),
-        here.table("filtered"), here.rejected("filtered"), here.table("reference_rated"))]
-
-    def body() -> StageResult:
-        weakness = [read_table(here.root, "weakness") for here in rounds]
-        accuracy = [evaluated_accuracy(optional_table(here.table("eval/problems"))) for here in rounds]
-        ledger = ledger_table(weakness, accuracy, cfg.identify)
-        per_round = pl.DataFrame([round_row(cfg, here, number, ledger) for number, here in enumerate(rounds, 1)])
-        write_table(run.root, "ledger", ledger)
-        write_table(run.root, "rounds_summary", per_round)
-        return StageResult("rounds_ledger", rows={"ledger": ledger.height, "rounds_summary": per_round.height})
-
-    settings = {"rounds": rounds_done, "identify": cfg.identify.model_dump(mode="json"),
-                "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges or []]}
-    return run_stage(run.root, "rounds_ledger", config=settings, inputs=inputs,
-                     outputs=[run.ledger, run.table("rounds_summary")], body=body, force=force)
+def ledger_reads(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """Every round's tables the ledger reads when present, as the run names them (`rounds.n` rounds at most)."""
+    return (*(in_round(number, "weakness") for number in range(2, cfg.rounds.n + 1)),
+            *(in_round(number, name) for number in range(1, cfg.rounds.n + 1) for name in LEDGER_READS))
 
 
-def stop_reason(cfg: PipelineConfig, run_dir: Path) -> str | None:
-    """Why `rounds.stop_when` ends the loop after the last round in `rounds_summary.parquet`, or None to go on."""
+def summaries(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    return [run.round(number).summary for number in range(1, cfg.rounds.n + 1)
+            if run.round(number).summary.is_file()]
+
+
+def ledger_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    return {"rounds": options["rounds"], "identify": cfg.identify.model_dump(mode="json"),
+            "judges": [judge.model_dump(mode="json") for judge in cfg.roles.judges or []]}
+
+
+def update_ledger(context: StageContext) -> StageOutput:
+    """`ledger.parquet` and `rounds_summary.parquet` over rounds 1..`rounds` (a command option)."""
+    rounds = range(1, context.options["rounds"] + 1)
+
+    def table(number: int, name: str) -> pl.DataFrame | None:
+        return context.tables.get(in_round(number, name))
+
+    missing = [in_round(number, "weakness") for number in rounds if table(number, "weakness") is None]
+    if missing:
+        raise UserError(f"{context.source(missing[0])}: not found; rerun `sws run PIPELINE --rounds N` to finish "
+                        "that round")
+    weakness = [table(number, "weakness") for number in rounds]
+    accuracy = [evaluated_accuracy(table(number, "eval/problems")) for number in rounds]
+    ledger = ledger_table(weakness, accuracy, context.cfg.identify)
+
+    def summary(number: int) -> dict[str, Any]:
+        folder = context.run.round(number)
+        return eval_stage.read_summary(folder.root) if folder.summary.is_file() else {}
+
+    per_round = pl.DataFrame([round_row(context.cfg, functools.partial(table, number), summary(number), number, ledger)
+                              for number in rounds])
+    return StageOutput(tables={"ledger": ledger, "rounds_summary": per_round})
+
+
+LEDGER = Stage(
+    "rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", update_ledger,
+    reads=("weakness",), more_optional_reads=ledger_reads, writes=("ledger", "rounds_summary"),
+    settings=ledger_settings, input_files=summaries, section="rounds", command="sws run PIPELINE --rounds N",
+    in_run=False)
+
+
+def stop_reason(cfg: PipelineConfig, per_round: pl.DataFrame) -> str | None:
+    """Why `rounds.stop_when` ends the loop after the last round of `rounds_summary`, or None to go on."""
     rule = cfg.rounds.stop_when
-    per_round = read_table(run_dir, "rounds_summary")
     last = per_round.row(per_round.height - 1, named=True)
     if last["n_kept"] < rule.min_kept:
         return (f"round {last['round']}'s synthesis kept {last['n_kept']} problems, fewer than "
@@ -314,14 +332,4 @@ def stop_reason(cfg: PipelineConfig, run_dir: Path) -> str | None:
     return None
 
 
-DECLARED = (
-    Stage("rounds_inputs", "A later round's problems, rollout log and policy, from the round before.", drive=wire_round,
-          reads=("augmented", "train/augmented/rollouts", "weakness"), writes=("prior_weak",), section="rounds",
-          command="sws run PIPELINE --rounds N", in_run=False),
-    Stage("rounds_ledger", "Every weak problem's status in every round, and each round's numbers.", drive=update_ledger,
-          reads=("weakness", "eval/problems"), writes=("ledger", "rounds_summary"), section="rounds",
-          command="sws run PIPELINE --rounds N", in_run=False),
-    Stage("rounds_reference", "A fixed judge rates the round's generated problems, to measure its judges.",
-          drive=rate_with_reference, reads=("synthetic",), writes=("reference_rated",), section="rounds",
-          uses_executor=True, command="sws run PIPELINE --rounds N", in_run=False),
-)
+DECLARED = (INPUTS, LEDGER, REFERENCE_RATING)

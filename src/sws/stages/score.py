@@ -1,7 +1,7 @@
 """`sws filter`'s first step, `score`: the policy's accuracy on each labeled problem (DESIGN §1.4).
 
 The policy (roles.policy; an empty model means `train/initial/final`) samples `filter.rollouts` answers per
-labeled problem at the training temperature, graded against the label by the world's answer check, into
+labeled problem at the training temperature, graded against the label by the world's verifier, into
 `scored.parquet` (n, n_correct, accuracy). `n` counts the graded samples: one whose grading ran out of time is
 ungraded, neither right nor wrong, so accuracy = n_correct / n is over the graded ones (null when none was).
 With audit.policy_disagrees, `policy_answer` is the one answer all of a problem's samples state (at least two,
@@ -22,14 +22,13 @@ from sws.engines import Completion
 from sws.engines.fanout import fan_out
 from sws.errors import UserError
 from sws.executors import Executor
-from sws.grading import GradingPool, Verdict, graded_count, group_answers
+from sws.grading import GradingPool, Verdict, grade_answer_pairs, graded_count, group_answers
 from sws.policy import Sampling, grade_samples, policy_requests, policy_role, sample_and_grade, sample_policy
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput, scoped
 from sws.stage import Stage
 from sws.stages import audit
 from sws.stages.label import sample_answer
-from sws.world import get_world
 
 STEP = "score"
 # Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.
@@ -78,7 +77,7 @@ def score(context: StageContext) -> StageOutput:
     counts = pl.DataFrame([graded_count(problem_verdicts) for problem_verdicts in verdicts],
                           schema={"n": pl.Int64, "n_correct": pl.Int64}, orient="row")
     unanimous = (executor.map_graded(unanimous_answers, [
-        [sample_answer(completion) for completion in samples] for samples in completions])
+        [sample_answer(completion, context.world.verifier) for completion in samples] for samples in completions])
         if cfg.audit.policy_disagrees else [None] * labeled.height)
     scored = pl.concat([labeled, counts], how="horizontal").with_columns(
         pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("accuracy"),
@@ -113,7 +112,6 @@ def sampled_in_waves(cfg: PipelineConfig, executor: Executor, policy: EngineConf
     wave, total = cfg.filter.wave, cfg.filter.rollouts
     requests = policy_requests(cfg, policy, [(key, problem) for key, problem, _ in problems], filter_sampling(cfg))
     singles = [fan_out(request) for request in requests]
-    answer_check = get_world(cfg.world).answer_check
     drawn: list[list[Completion]] = [[] for _ in problems]
     verdicts: list[list[Verdict]] = [[] for _ in problems]
     zero_matters = cfg.synthesize.adapt_rounds > 0 or cfg.audit.policy_disagrees
@@ -124,7 +122,7 @@ def sampled_in_waves(cfg: PipelineConfig, executor: Executor, policy: EngineConf
                  for single in singles[index][len(drawn[index]):len(drawn[index]) + wave]]
         answered = executor.complete("policy", policy, [single for _, single in asked], cfg.filter.shard_size,
                                      f"filter: policy answers (wave of {wave})")
-        graded = executor.map_graded(answer_check, [(problems[index][2], completion.text)
+        graded = executor.map_graded(grade_answer_pairs, [(problems[index][2], completion.text)
                                                     for (index, _), [completion] in zip(asked, answered, strict=True)])
         for (index, _), [completion], verdict in zip(asked, answered, graded, strict=True):
             drawn[index].append(completion)

@@ -31,26 +31,21 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sws import ui
-from sws.artifacts import (
-    STR,
-    StageResult,
-    read_records,
-    read_table,
-    rejected_path,
-    run_stage,
-    table_path,
-    write_rejected,
-    write_table,
-)
+from sws import runner, ui
+from sws.artifacts import STR, StageResult, read_records
 from sws.budget import largest_remainder
 from sws.categorize import Categorizer
-from sws.config import PipelineConfig, require_roles
+from sws.config import EngineConfig, PipelineConfig, with_overrides
+from sws.decontamination import benchmark_problems
 from sws.embeddings import chunk_cache_dir, embed_in_chunks, embed_texts
 from sws.errors import UserError
+from sws.executors import Executor
+from sws.near_duplicates import NearDuplicateIndex
 from sws.policy import policy_role
+from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
 from sws.stage import Option, Stage
-from sws.stages.generate import reference_index
+from sws.stages.generate import REFERENCE_PREFIX
 from sws.stages.prepare import categorizer_identity, normalize_records
 from sws.world import get_world
 
@@ -101,10 +96,21 @@ def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embe
     return kept, pl.concat(beyond, how="diagonal_relaxed") if beyond else pl.DataFrame()
 
 
-def not_duplicates(cfg: PipelineConfig, run_dir: Path, pool: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def duplicate_index(cfg: PipelineConfig, problems: pl.DataFrame) -> NearDuplicateIndex:
+    """The seed and benchmark problems a pool problem must not repeat, indexed as generate indexes them."""
+    index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
+    for problem_id, problem in problems.select("problem_id", "problem").iter_rows():
+        index.add(problem, f"seed:{problem_id}")
+    for source, text in benchmark_problems(cfg):
+        index.add(text, f"{REFERENCE_PREFIX}{source}")
+    return index
+
+
+def not_duplicates(cfg: PipelineConfig, problems: pl.DataFrame, pool: pl.DataFrame
+                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The pool rows that duplicate no seed or reference problem, and the others with the reason. Repeats within
     the pool were already rejected by `prepare`'s rule, so the pool itself is not indexed."""
-    duplicates = reference_index(cfg, run_dir)
+    duplicates = duplicate_index(cfg, problems)
     reasons = []
     for problem in pool["problem"]:
         match = duplicates.find(problem)
@@ -114,15 +120,15 @@ def not_duplicates(cfg: PipelineConfig, run_dir: Path, pool: pl.DataFrame) -> tu
             marked.filter(pl.col("reject_reason").is_not_null()))
 
 
-def in_band(cfg: PipelineConfig, run_dir: Path, selected: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def in_band(cfg: PipelineConfig, executor: Executor, policy: EngineConfig, selected: pl.DataFrame
+            ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`select.band`: the selected problems whose accuracy under the initial policy lies in `filter.band`, as
     `sws filter` keeps synthetic ones; the others with the reason."""
     from sws.stages.filter import BAND_TOLERANCE
     from sws.stages.score import policy_graded_counts
 
     low, high = cfg.filter.band
-    counts = policy_graded_counts(cfg, run_dir, policy_role(cfg, run_dir),
-                                  selected.rename({"problem_id": "syn_id"}))
+    counts = policy_graded_counts(cfg, executor, policy, selected.rename({"problem_id": "syn_id"}))
     accuracy = pl.Series("accuracy", [n_correct / n if n else None for n, n_correct in counts], dtype=pl.Float64)
     scored = selected.with_columns(accuracy)
     fits = pl.col("accuracy").is_between(low - BAND_TOLERANCE, high + BAND_TOLERANCE).fill_null(False)
@@ -134,7 +140,7 @@ def in_band(cfg: PipelineConfig, run_dir: Path, selected: pl.DataFrame) -> tuple
 
 
 def pool_file(cfg: PipelineConfig, run_dir: Path, force: bool) -> Path:
-    """`select.pool`, else the pool the world draws into the run."""
+    """`select.pool`, else the pool the world draws into the run (a step of the world's)."""
     if cfg.select.pool is None:
         drawn = get_world(cfg.world).selection_pool(cfg, run_dir, force)
         if drawn is None:
@@ -147,74 +153,83 @@ def pool_file(cfg: PipelineConfig, run_dir: Path, force: bool) -> Path:
     return pool_path
 
 
-def budget_of(cfg: PipelineConfig, run_dir: Path) -> int:
-    """`select.budget`, else as many problems as the band filter kept: the synthetic arm's count."""
-    return cfg.select.budget if cfg.select.budget is not None else read_table(run_dir, "filtered").height
-
-
 def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    pool_path = pool_file(cfg, run_dir, force)
-    budget = budget_of(cfg, run_dir)
-    if cfg.prepare.categorize:
-        require_roles(cfg, ["categorizer"], "the pipeline config")
-    band_config = {}
+    """Select from `select.pool`, or from the pool the world draws first."""
+    pool = pool_file(cfg, run_dir, force)
+    return runner.run_stage(FROM_POOL, with_overrides(cfg, {"select.pool": str(pool)}), run_dir, force)
+
+
+def budget_tables(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """Without `select.budget`, the band filter's kept problems set it."""
+    return ("filtered",) if cfg.select.budget is None else ()
+
+
+def inputs(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    """The pool, and with `select.band` the policy whose accuracies decide the band."""
+    files = [Path(cfg.select.pool)]
     if cfg.select.band:
-        policy = policy_role(cfg, run_dir)
-        band_config = {"band": list(cfg.filter.band), "filter": cfg.filter.model_dump(mode="json", exclude={
-            "shard_size"}), "policy": policy.model_dump(mode="json"), "temperature": cfg.train.temperature}
-    tables = ("problems", "weakness", "categories", *(("filtered",) if cfg.select.budget is None else ()))
-    inputs = [pool_path, *(table_path(run_dir, name) for name in tables)]
-    outputs = [table_path(run_dir, "selected"), rejected_path(run_dir, "selected")]
-
-    def body() -> StageResult:
-        categorizer = Categorizer(cfg, run_dir, "label pool categories")
-        pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
-        pool = pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}"))
-        fresh, duplicates = not_duplicates(cfg, run_dir, pool)
-        budgets = category_budgets(read_table(run_dir, "categories"), budget)
-        without_weakness = fresh.filter(~pl.col("category").is_in(list(budgets)))
-        weakness = read_table(run_dir, "weakness").filter(pl.col("weak")).select("problem_id")
-        weak = read_table(run_dir, "problems").join(weakness, on="problem_id", how="semi")
-        selected, beyond = select(
-            fresh.filter(pl.col("category").is_in(list(budgets))), weak, budgets,
-            lambda texts: embed_texts(texts, cfg.roles.embedder, run_dir),
-            lambda texts: embed_in_chunks(texts, cfg.roles.embedder,
-                                          chunk_cache_dir(run_dir, cfg.roles.embedder.model), POOL_CHUNK))
-        out_of_band = pl.DataFrame()
-        if cfg.select.band and selected.height:
-            selected, out_of_band = in_band(cfg, run_dir, selected)
-        rejected_frame = pl.concat([
-            rejected, duplicates,
-            without_weakness.with_columns(reject_reason=pl.lit("category_without_weakness")), beyond, out_of_band,
-        ], how="diagonal_relaxed")
-        write_table(run_dir, "selected", selected)
-        write_rejected(run_dir, "selected", rejected_frame)
-        reasons = dict(Counter(rejected_frame["reject_reason"].to_list()))
-        ui.info(f"{STEP}: {selected.height} of {pool.height + rejected.height} pool problems selected "
-                f"(budget {budget}) -> {outputs[0]}")
-        if without_weakness.height == fresh.height and fresh.height:
-            ui.info(f"{STEP}: no pool problem is in a category with weak problems; if the pool has no categories, "
-                    "set prepare.categorize: true to label it")
-        info = {"per_category": dict(Counter(selected["category"].to_list())), "budget": budget, "budgets": budgets,
-                "rejected": reasons}
-        if cfg.prepare.categorize:
-            info["categorize"] = categorizer.funnel().as_info()
-        return StageResult(STEP, rows={"selected": selected.height, "selected.rejected": rejected_frame.height},
-                           info=info)
-
-    return run_stage(run_dir, STEP, config={"select": cfg.select.model_dump(mode="json"), "prepare":
-                                            cfg.prepare.model_dump(mode="json", exclude={"input", "preset"}),
-                                            "embedder": cfg.roles.embedder.model,
-                                            "references": cfg.synthesize.reference_files,
-                                            **categorizer_identity(cfg), **band_config},
-                     inputs=inputs, outputs=outputs, body=body, force=force)
+        policy = Path(policy_role(cfg, run.root).model)
+        files += [policy] if policy.is_dir() else []
+    return files
 
 
-DECLARED = (Stage(
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    band = {"band": list(cfg.filter.band), "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size"}),
+            "policy": cfg.roles.policy.model_dump(mode="json"), "temperature": cfg.train.temperature}
+    return {"select": cfg.select.model_dump(mode="json"),
+            "prepare": cfg.prepare.model_dump(mode="json", exclude={"input", "preset"}),
+            "embedder": cfg.roles.embedder.model, "references": cfg.synthesize.reference_files,
+            **categorizer_identity(cfg), **(band if cfg.select.band else {})}
+
+
+def select_from_pool(context: StageContext) -> StageOutput:
+    """The pool problems nearest to the weak ones, per category under its budget; the others with a reason."""
+    cfg = context.cfg
+    pool_path = Path(cfg.select.pool)
+    budget = cfg.select.budget if cfg.select.budget is not None else context.table("filtered").height
+    categorizer = Categorizer(cfg, context.executor, "label pool categories") if cfg.prepare.categorize else None
+    pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
+    pool = pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}"))
+    problems = context.table("problems")
+    fresh, duplicates = not_duplicates(cfg, problems, pool)
+    budgets = category_budgets(context.table("categories"), budget)
+    without_weakness = fresh.filter(~pl.col("category").is_in(list(budgets)))
+    weak = problems.join(context.table("weakness").filter(pl.col("weak")).select("problem_id"), on="problem_id",
+                         how="semi")
+    run_dir = context.run.root  # for the embedding caches and the policy's checkpoint
+    selected, beyond = select(
+        fresh.filter(pl.col("category").is_in(list(budgets))), weak, budgets,
+        lambda texts: embed_texts(texts, cfg.roles.embedder, run_dir),
+        lambda texts: embed_in_chunks(texts, cfg.roles.embedder, chunk_cache_dir(run_dir, cfg.roles.embedder.model),
+                                      POOL_CHUNK))
+    out_of_band = pl.DataFrame()
+    if cfg.select.band and selected.height:
+        selected, out_of_band = in_band(cfg, context.executor, policy_role(cfg, run_dir), selected)
+    rejected_frame = pl.concat([
+        rejected, duplicates,
+        without_weakness.with_columns(reject_reason=pl.lit("category_without_weakness")), beyond, out_of_band,
+    ], how="diagonal_relaxed")
+    ui.info(f"{STEP}: {selected.height} of {pool.height + rejected.height} pool problems selected "
+            f"(budget {budget}) -> selected.parquet")
+    if without_weakness.height == fresh.height and fresh.height:
+        ui.info(f"{STEP}: no pool problem is in a category with weak problems; if the pool has no categories, "
+                "set prepare.categorize: true to label it")
+    info = {"per_category": dict(Counter(selected["category"].to_list())), "budget": budget, "budgets": budgets,
+            "rejected": dict(Counter(rejected_frame["reject_reason"].to_list()))}
+    if categorizer is not None:
+        info["categorize"] = categorizer.funnel().as_info()
+    return StageOutput(tables={"selected": selected}, rejected={"selected": rejected_frame}, info=info)
+
+
+FROM_POOL = Stage(
+    STEP, "Take the pool problems nearest to the weak ones (the pool: select.pool).", select_from_pool,
+    reads=("problems", "weakness", "categories"), more_reads=budget_tables, writes=("selected",),
+    rejects=("selected",), settings=settings, input_files=inputs, section="select", in_run=False)
+STAGE = Stage(
     STEP, "Take the pool problems nearest to the weak ones, per category under the fail-ratio budget (no "
-    "generation).", drive=run, reads=("problems", "weakness", "categories", "filtered"), writes=("selected",), section="select",
+    "generation).", drive=run, writes=("selected",), section="select",
     options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file (default: the world's own "
                     "pool, if it draws one).", str, "--pool"),
              Option("select.budget", "Problems to select in all (default: as many as the band filter kept).", int)),
-    example="sws select --run runs/demo --pool pool.jsonl --budget 100", runs_when=lambda cfg: cfg.select.arm),)
+    example="sws select --run runs/demo --pool pool.jsonl --budget 100", runs_when=lambda cfg: cfg.select.arm)
+DECLARED = (STAGE,)

@@ -30,13 +30,15 @@ if TYPE_CHECKING:
     import polars as pl
 
     from sws.config import TrainConfig
+    from sws.training.rewards import Reward
 
 TRAINERS: dict[str, str] = {"trl": "sws.training.trl", "verl": "sws.training.verl"}
 
 
 @dataclass(frozen=True)
 class TrainJob:
-    """One GRPO run: `problems` (problem_id, problem, answer) from `init_model` for `steps` optimizer steps.
+    """One GRPO run: `problems` (problem_id, problem, answer) from `init_model` for `steps` optimizer steps,
+    rewarded by `reward` (`sws.training.rewards`; the completions graded by world `world`'s verifier).
 
     `identity` is a hash of everything that decides the run's result; checkpoints left by a job with another
     identity are discarded instead of resumed. `config_file` is the pipeline file named in error messages.
@@ -45,6 +47,7 @@ class TrainJob:
     name: str
     problems: pl.DataFrame
     init_model: Path
+    reward: Reward
     out_dir: Path
     steps: int
     world: str
@@ -53,6 +56,8 @@ class TrainJob:
     config_file: Path
     # Shown in verl's experiment name; the run directory's name.
     run_name: str = "run"
+    # Keep only the rollout groups in train.online_filter (`sws.arms.Arm.online_filter`).
+    online_filter: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,19 @@ def staging_dir(destination: Path) -> Path:
     return staging
 
 
+def reward_name(job: TrainJob, cfg: TrainConfig, reader: str) -> str:
+    """The name `reader` (another process) imports `job.reward` by; UserError when it has none."""
+    from sws.errors import UserError
+    from sws.references import name_of
+
+    try:
+        return name_of(job.reward)
+    except ValueError:
+        raise UserError(f"{job.config_file}: field 'train.reward': reward '{cfg.reward}' is no module-level function, "
+                        f"so {reader} cannot import it by name; register a function defined at the top of a module"
+                        ) from None
+
+
 def trainer_module(cfg: TrainConfig) -> ModuleType:
     """The module of the trainer `cfg.trainer` names, imported on first use."""
     if cfg.trainer not in TRAINERS:
@@ -134,5 +152,5 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
 
 
 def online_filter_band(job: TrainJob, cfg: TrainConfig) -> tuple[float, float] | None:
-    """train.online_filter, for the augmented run only (the authors' dynamic sampling in their augmented stage)."""
-    return cfg.online_filter if job.name == "augmented" else None
+    """train.online_filter, for the arms that filter online (the authors' dynamic sampling in their augmented stage)."""
+    return cfg.online_filter if job.online_filter else None

@@ -119,7 +119,8 @@ def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None
     tokenizer = load_tokenizer(job.init_model)
     log = RolloutLog(job.out_dir / "rollouts")
     resume_from, resume_step = latest_checkpoint(job.out_dir / "checkpoints")
-    reward = CorrectnessReward(log, cfg.num_generations, online_filter_band(job, cfg))
+    reward = CorrectnessReward(log, cfg.num_generations, get_world(job.world).verifier, job.reward, cfg.reward,
+                               online_filter_band(job, cfg))
     trainer = (BandFilteredGRPOTrainer if reward.band is not None else GRPOTrainer)(
         model=str(job.init_model),
         reward_funcs=[reward],
@@ -211,7 +212,8 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
 
 
 def grpo_dataset(problems: pl.DataFrame, world: str) -> Any:
-    """TRL's dataset: the policy prompt of each problem (raw text, or chat messages) with its id and answer."""
+    """TRL's dataset: the policy prompt of each problem (raw text, or chat messages) with its id, text and
+    answer."""
     from datasets import Dataset
 
     prompts = []
@@ -221,6 +223,7 @@ def grpo_dataset(problems: pl.DataFrame, world: str) -> Any:
     return Dataset.from_dict({
         "prompt": prompts,
         "problem_id": problems["problem_id"].to_list(),
+        "problem": problems["problem"].to_list(),
         "answer": problems["answer"].to_list(),
     })
 

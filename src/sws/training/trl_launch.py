@@ -1,6 +1,7 @@
 """What `sws train` writes to run a TRL job on several GPUs (`train.trl.num_processes` > 1), under `train/<kind>/`.
 
-- `trl/problems.parquet` and `trl/job.json`: the job (its problems; the rest of its `TrainJob`) and `train.*`;
+- `trl/problems.parquet` and `trl/job.json`: the job (its problems; the rest of its `TrainJob`, the reward by
+  its import name) and `train.*`;
 - `launch.sh`: `accelerate launch --multi_gpu --num_processes N -m sws.training.trl_worker .../trl/job.json`
   with the interpreter sws runs on; `sws train` runs it, and it runs as it is from any directory;
 - `trl/log_history.json`: TRL's log history, written by the main worker at the end (the curve's source).
@@ -16,7 +17,8 @@ import polars as pl
 
 from sws.artifacts import write_json, write_parquet
 from sws.config import TrainConfig
-from sws.training import TrainJob, write_launch_script
+from sws.references import load
+from sws.training import TrainJob, reward_name, write_launch_script
 
 WORKER = "sws.training.trl_worker"
 
@@ -32,11 +34,13 @@ def log_history_file(out_dir: Path) -> Path:
 def write_launch(job: TrainJob, cfg: TrainConfig) -> list[str]:
     """Write the job for the workers and launch.sh; return the command launch.sh runs."""
     spec = job_file(job.out_dir).absolute()
+    reward = reward_name(job, cfg, "the TRL worker processes")
     write_parquet(job.problems, spec.with_name("problems.parquet"))
     write_json(spec, {
-        "name": job.name, "init_model": str(job.init_model), "out_dir": str(job.out_dir.absolute()),
+        "name": job.name, "init_model": str(job.init_model), "reward": reward, "out_dir": str(job.out_dir.absolute()),
         "steps": job.steps, "world": job.world, "seed": job.seed, "identity": job.identity,
-        "config_file": str(job.config_file), "run_name": job.run_name, "train": cfg.model_dump(mode="json"),
+        "config_file": str(job.config_file), "run_name": job.run_name, "online_filter": job.online_filter,
+        "train": cfg.model_dump(mode="json"),
     })
     command = launch_command(cfg.trl.num_processes, spec)
     write_launch_script(job.out_dir, (
@@ -56,8 +60,8 @@ def read_job(spec: Path) -> tuple[TrainJob, TrainConfig]:
     data = json.loads(Path(spec).read_text())
     job = TrainJob(
         name=data["name"], problems=pl.read_parquet(Path(spec).with_name("problems.parquet")),
-        init_model=Path(data["init_model"]), out_dir=Path(data["out_dir"]), steps=data["steps"],
-        world=data["world"], seed=data["seed"], identity=data["identity"], config_file=Path(data["config_file"]),
-        run_name=data["run_name"],
+        init_model=Path(data["init_model"]), reward=load(data["reward"]), out_dir=Path(data["out_dir"]),
+        steps=data["steps"], world=data["world"], seed=data["seed"], identity=data["identity"],
+        config_file=Path(data["config_file"]), run_name=data["run_name"], online_filter=data["online_filter"],
     )
     return job, TrainConfig.model_validate(data["train"])

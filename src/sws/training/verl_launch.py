@@ -2,7 +2,8 @@
 
 - `verl/train.parquet`: the job's problems in verl's dataset layout (`sws.training.verl_dataset`);
 - `verl/reward.py`: verl's `reward.custom_reward_function.path`; it puts sws's source on `sys.path` (after verl's
-  own packages) and re-exports `sws.training.verl_reward.compute_score`;
+  own packages) and defines `compute_score`, a `sws.training.verl_reward.VerlReward` naming the world's verifier
+  class and the reward (`train.reward`);
 - `verl/overrides.txt`: the Hydra overrides, one a line;
 - `launch.sh`: the command and environment, so the same run can be submitted elsewhere (Slurm, a Ray cluster);
   extra arguments go to verl (`--cfg job` prints the composed config and exits).
@@ -21,8 +22,10 @@ import sws
 from sws.artifacts import write_parquet, write_text
 from sws.config import TrainConfig
 from sws.errors import UserError
-from sws.training import TrainJob, launch_script_path, online_filter_band, write_launch_script
+from sws.references import name_of
+from sws.training import TrainJob, launch_script_path, online_filter_band, reward_name, write_launch_script
 from sws.training.verl_dataset import verl_table
+from sws.world import get_world
 
 ENTRY_POINT = "verl.trainer.main_ppo"
 # Overrides sws derives from `train.*`; `train.verl.overrides` may not set them, so each setting has one place.
@@ -113,8 +116,9 @@ def write_launch(job: TrainJob, cfg: TrainConfig) -> list[str]:
     layout = VerlLayout(job.out_dir)
     overrides = verl_overrides(job, cfg, layout)
     command = launch_command(verl_python(cfg), overrides)
+    reward_module = reward_module_source(verifier_name(job), reward_name(job, cfg, "verl's reward module"))
     write_parquet(verl_table(job.problems, job.world, "train"), layout.data)
-    write_text(layout.reward_module, reward_module_source())
+    write_text(layout.reward_module, reward_module)
     write_text(layout.overrides_file, "".join(f"{override}\n" for override in overrides))
     write_launch_script(job.out_dir, (
         f"verl GRPO run '{job.name}' ({job.steps} steps), written by `sws train {job.name}`, which runs this file.\n"
@@ -216,7 +220,19 @@ def _check_passthrough(overrides: list[str], config_file: Path) -> None:
                             f"{MANAGED_KEYS[key]}; remove it from the overrides")
 
 
-def reward_module_source() -> str:
+def verifier_name(job: TrainJob) -> str:
+    """The import name of the class of the job's world's verifier, which verl's reward module builds."""
+    verifier = get_world(job.world).verifier
+    try:
+        return name_of(type(verifier))
+    except ValueError:
+        raise UserError(f"world '{job.world}': its verifier's class {type(verifier).__qualname__} is not defined at "
+                        "the top of a module, which verl's reward module needs to import it; move it there") from None
+
+
+def reward_module_source(verifier: str, reward: str) -> str:
+    """verl's reward module, grading with verifier class `verifier` and rewarding with function `reward` (both
+    `module:name`)."""
     source = Path(sws.__file__).resolve().parent.parent
     return (
         '"""verl\'s reward function for this run, written by `sws train` (reward.custom_reward_function.path)."""\n'
@@ -224,8 +240,8 @@ def reward_module_source() -> str:
         "# sws's source, after verl's own packages: verl's environment has sws's grading code but no sws install.\n"
         f"if {str(source)!r} not in sys.path:\n"
         f"    sys.path.append({str(source)!r})\n\n"
-        "from sws.training.verl_reward import compute_score  # noqa: E402\n\n"
-        '__all__ = ["compute_score"]\n'
+        "from sws.training.verl_reward import VerlReward  # noqa: E402\n\n"
+        f"compute_score = VerlReward(verifier={verifier!r}, reward={reward!r})\n"
     )
 
 

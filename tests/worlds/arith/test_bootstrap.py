@@ -6,7 +6,6 @@ import pytest
 
 from sws.config import EngineConfig
 from sws.engines import Request, make_engine
-from sws.grading import extract_answer
 from sws.world import get_world
 from sws.worlds.arith import CATEGORIES, generate_problems, solve
 from sws.worlds.arith.bootstrap import (
@@ -19,6 +18,7 @@ from sws.worlds.arith.bootstrap import (
 from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.misconceptions import misconceived_answer
 from sws.worlds.arith.settings import ArithSettings
+from sws.worlds.math.verifier import extract_answer
 
 SHORT_STEPS = 40
 

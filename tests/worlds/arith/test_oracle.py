@@ -5,18 +5,19 @@ import pytest
 from sws.config import EngineConfig
 from sws.engines import Request, make_engine
 from sws.errors import UserError
-from sws.grading import extract_answer
 from sws.parsing import parse_concepts, parse_judgement, parse_problem
 from sws.worlds.arith import CATEGORIES, DEFECT_KINDS, LEVELS, generate_problems, solve
 from sws.worlds.arith.defects import inject_defect
 from sws.worlds.arith.oracle import OracleEngine
+from sws.worlds.arith.world import ORACLE
+from sws.worlds.math.verifier import extract_answer
 
 DRAWS = 2000
 TOLERANCE = 0.04  # about four standard deviations of a rate near 0.3 over 2000 draws
 
 
 def oracle(**options) -> OracleEngine:
-    return OracleEngine(EngineConfig(engine="oracle", options=options))
+    return OracleEngine(EngineConfig(**ORACLE, options=options))
 
 
 def generate_requests(count: int) -> list[Request]:
@@ -159,7 +160,7 @@ def test_completions_are_deterministic_per_seed_and_sample_index():
 
 
 def test_registry_builds_the_oracle_by_name():
-    engine = make_engine(EngineConfig(engine="oracle"))
+    engine = make_engine(EngineConfig(**ORACLE))
     [[completion]] = engine.generate([Request(prompt="p", task="answer", fields={"problem": "Compute 7*8."})])
     assert extract_answer(completion.text) == "56" and completion.tokens > 0
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.table import Table
 
 from sws.config import EngineConfig
-from sws.grading import extract_answer, grade_many
+from sws.grading import grade_completions, shared_pool
+from sws.world import get_world
 from sws.worlds.arith.families import CATEGORIES, LEVELS, ArithProblem, generate_problems
 from sws.worlds.arith.prompt import policy_prompt
 
@@ -29,8 +30,8 @@ def graded_problems(model_dir: Path, n_per_category: int, seed: int) -> list[tup
         completions = engine.generate(requests)
     finally:
         engine.close()
-    verdicts = grade_many([(problem.answer, extract_answer(samples[0].text))
-                           for problem, samples in zip(problems, completions, strict=True)])
+    verdicts = grade_completions([problem.answer for problem in problems], [samples[0].text for samples in completions],
+                                 shared_pool(get_world("arith").verifier))
     return [(problem, verdict) for problem, verdict in zip(problems, verdicts, strict=True) if verdict is not None]
 
 

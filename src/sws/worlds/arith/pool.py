@@ -4,12 +4,12 @@ selecting from it never trains on what the evaluation measures."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from sws.artifacts import write_text
+from sws.artifacts import write_jsonl
 from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
 from sws.worlds.arith.families import generate_problems
@@ -18,9 +18,8 @@ from sws.worlds.arith.families import generate_problems
 POOL_SEED_OFFSET = 15485863
 
 
-def write_pool(path: Path, cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> int:
-    """Write up to `n` pool problems (fields id, problem, answer, category, level, family) as JSONL; return the
-    count."""
+def pool_rows(cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> list[dict[str, Any]]:
+    """Up to `n` pool problems (fields id, problem, answer, category, level, family)."""
     from sws.worlds.arith.world import WORLD
 
     held_out = WORLD.heldout_set("arith", cfg, seed_problems)
@@ -32,8 +31,13 @@ def write_pool(path: Path, cfg: PipelineConfig, seed_problems: pl.DataFrame, n: 
         if key not in taken and len(fresh) < n:  # small families (the times table) repeat: each problem once
             taken.add(key)
             fresh.append(problem)
-    lines = [json.dumps({"id": f"pool-{cfg.seed}-{index:06d}", "problem": p.problem, "answer": p.answer,
-                         "category": p.category, "level": p.level, "family": p.family})
-             for index, p in enumerate(fresh)]
-    write_text(Path(path), "".join(line + "\n" for line in lines))
-    return len(lines)
+    return [{"id": f"pool-{cfg.seed}-{index:06d}", "problem": p.problem, "answer": p.answer, "category": p.category,
+             "level": p.level, "family": p.family}
+            for index, p in enumerate(fresh)]
+
+
+def write_pool(path: Path, cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> int:
+    """Write `pool_rows` as JSONL; return the count."""
+    rows = pool_rows(cfg, seed_problems, n)
+    write_jsonl(Path(path), rows)
+    return len(rows)

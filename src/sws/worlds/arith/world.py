@@ -9,8 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from sws import ui
-from sws.artifacts import StageResult, read_table, run_stage, table_path
+from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
@@ -18,10 +17,9 @@ from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
 from sws.worlds.arith.families import CATEGORIES, FAMILIES, generate_problems, sample_problem
 from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
+from sws.worlds.math.verifier import MathVerifier
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
-SEED_SET_STAGE = "seed_set"
-POOL_STAGE = "pool"
 # Held-out problems come from seed streams the seed set never uses.
 HELDOUT_SEED_OFFSET = 7919
 WEAK_LIKE_SEED_OFFSET = 104729
@@ -37,6 +35,8 @@ class ArithWorld(World):
     default_roles = {"extractor": ORACLE, "generator": ORACLE, "judges": [ORACLE], "labeler": ORACLE,
                      "categorizer": ORACLE}
     engines = {"oracle": "sws.worlds.arith.oracle:OracleEngine"}
+    # Arith answers are integers, which the math verifier compares exactly.
+    verifier = MathVerifier()
     categories = tuple(CATEGORIES)
     teacher_note = (
         "The arith oracle played {roles} in this run. It is a rule-based stand-in for teacher models: it answers "
@@ -60,20 +60,10 @@ class ArithWorld(World):
     def seed_set_step(self, cfg: PipelineConfig, run_dir: Path, force: bool) -> StageResult:
         """Draw the seed problems (`arith.n_seed_problems` of `arith.seed_categories` and `arith.seed_levels`)
         for `sws prepare` to read."""
-        from sws.worlds.arith.seed_set import write_seed_set
+        from sws import runner
+        from sws.worlds.arith.steps import SEED_SET
 
-        settings = self.settings(cfg)
-        path = self.seed_input(run_dir)
-
-        def body() -> StageResult:
-            count = write_seed_set(path, settings.n_seed_problems, cfg.seed, settings.seed_categories,
-                                   settings.seed_levels)
-            ui.info(f"seed set: {count} arith problems -> {path}")
-            return StageResult(SEED_SET_STAGE, rows={path.name: count})
-
-        config = {"n": settings.n_seed_problems, "seed": cfg.seed, "levels": settings.seed_levels,
-                  **({"categories": settings.seed_categories} if settings.seed_categories else {})}
-        return run_stage(run_dir, SEED_SET_STAGE, config=config, inputs=[], outputs=[path], body=body, force=force)
+        return runner.run_stage(SEED_SET, cfg, run_dir, force)
 
     def policy_prompt(self, problem: str) -> dict[str, Any]:
         return policy_prompt(problem)
@@ -140,19 +130,11 @@ class ArithWorld(World):
 
     def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
         """`arith.n_pool_problems` fresh problems of every family, none a seed or held-out problem."""
-        from sws.worlds.arith.pool import write_pool
+        from sws import runner
+        from sws.worlds.arith.steps import POOL
 
-        path = RunDir(run_dir).pool_file(self.name)
-        n = self.settings(cfg).n_pool_problems
-
-        def body() -> StageResult:
-            count = write_pool(path, cfg, read_table(run_dir, "problems"), n)
-            ui.info(f"pool: {count} arith problems -> {path}")
-            return StageResult(POOL_STAGE, rows={path.name: count})
-
-        run_stage(run_dir, POOL_STAGE, config={"n": n, "seed": cfg.seed, **self.eval_identity(cfg)},
-                  inputs=[table_path(run_dir, "problems")], outputs=[path], body=body, force=force)
-        return path
+        runner.run_stage(POOL, cfg, run_dir, force)
+        return RunDir(run_dir).pool_file(self.name)
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         settings = self.settings(cfg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sws.world import World
+from sws.worlds.math.verifier import MathVerifier
 
 MATH_SUBJECTS = (
     "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra",
@@ -21,6 +22,7 @@ INSTRUCTION = "Please reason step by step, and put your final answer within \\bo
 class MathWorld(World):
     name = "math"
     categories = MATH_SUBJECTS
+    verifier = MathVerifier()
 
     def policy_prompt(self, problem: str) -> dict[str, Any]:
         # A chat model gets the problem with the usual boxed-answer instruction as one user message.
