@@ -451,13 +451,15 @@ def read_manifest(run_dir: Path, stage: str, partial: bool = False) -> dict[str,
 
 @dataclass
 class StageResult:
-    """What a stage did: rows written per output, whether it was skipped, and stage-specific info (e.g. a funnel)."""
+    """What a stage did: rows written per output, whether it was skipped, stage-specific info (e.g. a funnel),
+    the seconds and the model tokens per role (`sws.tokens`) its outputs took (when skipped: when they were made)."""
 
     stage: str
     rows: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     skipped: bool = False
     seconds: float = 0.0
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def fingerprints(run_dir: Path, paths: list[Path]) -> dict[str, str]:
@@ -495,6 +497,14 @@ def current_manifest(run_dir: Path, stage: str, config: Any, inputs: list[Path],
     return previous if reason is None else None
 
 
+def skipped_result(stage: str, manifest: dict[str, Any]) -> StageResult:
+    """The result a current manifest records, for a stage skipped now; its tokens count towards an active cap."""
+    used = manifest.get("tokens") or {}
+    tokens.record_done(used)
+    return StageResult(stage, rows=manifest.get("rows", {}), info=manifest.get("info", {}), skipped=True,
+                       seconds=manifest.get("seconds", 0.0), tokens=used)
+
+
 def run_stage(
     run_dir: Path,
     stage: str,
@@ -523,8 +533,7 @@ def run_stage(
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({RunDir(run_dir).manifest(stage)} matches; --force reruns it)")
-        tokens.record_done(previous.get("tokens") or {})
-        return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+        return skipped_result(stage, previous)
     if reason is not None and reason.startswith("output"):
         ui.info(f"{stage}: {reason}; running it again")
     if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
@@ -558,7 +567,7 @@ def run_stage(
     missing = [str(p) for p in outputs if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
-    result.seconds = round(time.perf_counter() - started, 3)
+    result.seconds, result.tokens = round(time.perf_counter() - started, 3), used_tokens
     write_json(
         RunDir(run_dir).manifest(stage),
         {

@@ -24,7 +24,7 @@ import polars as pl
 from rich.table import Table
 
 from sws import tokens
-from sws.artifacts import StageResult, read_manifest, write_rejected, write_table
+from sws.artifacts import read_manifest
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -57,34 +57,22 @@ class FunnelRow:
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> FunnelRow:
-        return cls(info["step"], int(info["in"]), int(info["kept"]), dict(info.get("rejected", {})),
+        return cls(info["step"], int(info["in"]), int(info["kept"]), most_first(info.get("rejected", {})),
                    int(info.get("truncated", 0)), int(info.get("completions", 0)),
-                   dict(info.get("replies_rejected", {})))
+                   most_first(info.get("replies_rejected", {})))
 
 
-def by_count(reasons: Iterable[str]) -> dict[str, int]:
-    """How often each reason occurs, most frequent first (ties by name)."""
-    return dict(sorted(Counter(reasons).items(), key=lambda item: (-item[1], item[0])))
+def most_first(counts: dict[str, int]) -> dict[str, int]:
+    """Reasons by count, the most frequent first (ties by name; a manifest keeps them by name)."""
+    return dict(sorted(dict(counts).items(), key=lambda item: (-item[1], item[0])))
 
 
 def funnel_row(step: str, rows_in: int, kept: int, reasons: Iterable[str], completions: Iterable[Completion] = (),
                replies_rejected: Iterable[str] = ()) -> FunnelRow:
     answered = list(completions)
-    return FunnelRow(step, rows_in, kept, by_count(reasons), sum(completion.truncated for completion in answered),
-                     len(answered), by_count(replies_rejected))
-
-
-def write_step_outputs(
-    run_dir: Path, step: str, name: str, rows_in: int, kept: pl.DataFrame, rejected: pl.DataFrame,
-    completions: Iterable[Completion] = (),
-) -> StageResult:
-    """Write a synthesis step's kept rows and rejected sidecar; the result carries the step's funnel row, which
-    counts the cut-off ones among the step's `completions`."""
-    write_table(run_dir, name, kept)
-    write_rejected(run_dir, name, rejected)
-    row = funnel_row(step, rows_in, kept.height, rejected["reject_reason"].to_list(), completions)
-    return StageResult(step, rows={name: kept.height, f"{name}.rejected": rejected.height},
-                       info={"funnel": row.as_info()})
+    return FunnelRow(step, rows_in, kept, most_first(Counter(reasons)),
+                     sum(completion.truncated for completion in answered), len(answered),
+                     most_first(Counter(replies_rejected)))
 
 
 def read_funnel(manifests: Manifests, steps: Sequence[str]) -> list[FunnelRow]:
@@ -157,13 +145,17 @@ def truncation_advice(rows: Sequence[FunnelRow], roles: dict[str, str]) -> list[
 
 
 def token_usage(manifests: Manifests, stages: Sequence[str], pricing: dict[str, Any]) -> pl.DataFrame:
+    """`tokens_table` of what the manifests of `stages` record."""
+    manifest_of = manifest_reader(manifests)
+    return tokens_table({stage: (manifest_of(stage) or {}).get("tokens") or {} for stage in stages}, pricing)
+
+
+def tokens_table(used_by_stage: dict[str, tokens.TokenCounts], pricing: dict[str, Any]) -> pl.DataFrame:
     """Per stage that called a model and per role: prompt and completion tokens, completions, and their cost in
     dollars when `pricing` prices the role; then a `total` row (none when no stage recorded tokens)."""
-    manifest_of = manifest_reader(manifests)
     rows, total = [], {}
-    for stage in stages:
-        manifest = manifest_of(stage)
-        for role, used in sorted(((manifest or {}).get("tokens") or {}).items()):
+    for stage, used_by_role in used_by_stage.items():
+        for role, used in sorted(used_by_role.items()):
             rows.append({"step": stage, "role": role, "prompt tokens": used["prompt"],
                          "completion tokens": used["completion"], "completions": used["completions"],
                          "cost ($)": tokens.cost({role: used}, pricing)})

@@ -19,6 +19,7 @@ Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in ro
 from __future__ import annotations
 
 import functools
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from sws.artifacts import (
     read_parquet,
     read_table,
     round_name,
+    skipped_result,
     stale_reason,
     write_json,
     write_parquet,
@@ -279,8 +281,7 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({layout.manifest(stage)} matches; --force reruns it)")
-        tokens.record_done(previous.get("tokens") or {})
-        return StageResult(stage, rows=previous.get("rows", {}), info=previous.get("info", {}), skipped=True)
+        return skipped_result(stage, previous)
     if reason is not None and reason.startswith("output"):
         ui.info(f"{stage}: {reason}; running it again")
     if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
@@ -314,7 +315,7 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     missing = [str(p) for p in outputs if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
-    result.seconds = round(time.perf_counter() - started, 3)
+    result.seconds, result.tokens = round(time.perf_counter() - started, 3), used_tokens
     write_json(layout.manifest(stage), {
         "stage": stage, "config_hash": wanted_hash, "inputs": inputs_fp, "outputs": fingerprints(run_dir, outputs),
         "rows": result.rows, "info": result.info, "seconds": result.seconds,
@@ -322,6 +323,15 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
         "versions": package_versions(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
     return result
+
+
+def copy_tables(source: Path | str, target: Path | str, names: Iterable[str]) -> None:
+    """Copies of run `source`'s tables `names` in run `target` (a scratch run); a copy that is already the same
+    is left alone, so the stages that read it stay current, and a table `source` lacks is not copied."""
+    for name in names:
+        original, copy = RunDir(source).table(name), RunDir(target).table(name)
+        if original.exists() and (not copy.exists() or fingerprint(copy) != fingerprint(original)):
+            shutil.copyfile(original, copy)
 
 
 def run(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, **options: Any) -> Any:

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from _synthesis_run import use_hashed_embeddings, write_identified_run
 
+from sws import runner
 from sws.artifacts import read_table, table_path, write_table
 from sws.concept_sampling import SampledSet
 from sws.config import PipelineConfig
@@ -41,7 +42,7 @@ def test_budget_is_split_by_share_over_categories_with_concepts(tmp_path: Path, 
     config = PipelineConfig()
     config.synthesize.budget = 31
     config.synthesize.set_size = 3
-    result = combine.run(config, tmp_path)
+    result = runner.run(combine.STAGE, config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
     per_category = Counter(sets["category"].to_list())
     assert per_category == {"algebra": 21, "geometry": 10}  # 31 * 2/3 = 20.67 -> 21, 31 * 1/3 = 10.33 -> 10
@@ -66,12 +67,12 @@ def one_large_category(run_dir: Path, monkeypatch, budget: int) -> PipelineConfi
 
 def test_same_seed_same_sets_other_seed_other_sets(tmp_path: Path, monkeypatch) -> None:
     config = one_large_category(tmp_path, monkeypatch, 12)
-    combine.run(config, tmp_path)
+    runner.run(combine.STAGE, config, tmp_path)
     first = read_table(tmp_path, "concept_sets")
-    combine.run(config, tmp_path, force=True)
+    runner.run(combine.STAGE, config, tmp_path, force=True)
     assert read_table(tmp_path, "concept_sets").equals(first)
     config.seed = 1
-    combine.run(config, tmp_path)
+    runner.run(combine.STAGE, config, tmp_path)
     assert not read_table(tmp_path, "concept_sets").equals(first)
 
 
@@ -90,7 +91,7 @@ def three_concept_category(run_dir: Path, monkeypatch) -> PipelineConfig:
 def test_without_filling_the_shortfall_of_distinct_sets_is_counted(tmp_path: Path, monkeypatch) -> None:
     config = three_concept_category(tmp_path, monkeypatch)
     config.synthesize.fill_budget = False
-    result = combine.run(config, tmp_path)
+    result = runner.run(combine.STAGE, config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
     assert sets.height == 3  # {a,b} {a,c} {b,c}
     assert set(sets["instance"]) == {0}
@@ -103,7 +104,7 @@ def test_no_concepts_gives_empty_sets(tmp_path: Path, monkeypatch) -> None:
     use_hashed_embeddings(monkeypatch)
     write_concepts(tmp_path, [])
     write_categories(tmp_path, {"algebra": 1.0})
-    result = combine.run(PipelineConfig(), tmp_path)
+    result = runner.run(combine.STAGE, PipelineConfig(), tmp_path)
     assert read_table(tmp_path, "concept_sets").height == 0
     assert result.info["funnel"]["kept"] == 0
 
@@ -113,14 +114,14 @@ def test_category_unknown_to_categories_is_a_user_error(tmp_path: Path, monkeypa
     write_concepts(tmp_path, many_concepts("algebra"))
     write_categories(tmp_path, {"geometry": 1.0})
     with pytest.raises(UserError, match="no row for category 'algebra'"):
-        combine.run(PipelineConfig(), tmp_path)
+        runner.run(combine.STAGE, PipelineConfig(), tmp_path)
     assert not table_path(tmp_path, "concept_sets").exists()
 
 
 def test_missing_concepts_names_the_command(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     with pytest.raises(UserError, match="sws synthesize --steps extract"):
-        combine.run(PipelineConfig(), tmp_path)
+        runner.run(combine.STAGE, PipelineConfig(), tmp_path)
 
 
 @pytest.mark.slow
@@ -131,8 +132,8 @@ def test_real_embeddings_on_oracle_concepts(tmp_path: Path) -> None:
     config = PipelineConfig()
     config.synthesize.budget = 30
     config.synthesize.set_size = 3
-    extract.run(config, tmp_path)
-    combine.run(config, tmp_path)
+    runner.run(extract.STAGE, config, tmp_path)
+    runner.run(combine.STAGE, config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
     listed = read_table(tmp_path, "concepts")
     assert sets.height == 30
@@ -145,7 +146,7 @@ def test_a_small_category_fills_its_quota_with_other_levels_then_new_instances(t
     config = three_concept_category(tmp_path, monkeypatch)
     config.synthesize.levels = ["easy", "medium"]
     config.synthesize.budget = 15
-    result = combine.run(config, tmp_path)
+    result = runner.run(combine.STAGE, config, tmp_path)
     sets = read_table(tmp_path, "concept_sets")
     assert sets.height == 15 and sets["set_id"].n_unique() == 15
     # three concept sets at two levels: six distinct requests, each asked for in full before any repeats
@@ -175,7 +176,7 @@ def test_sets_drawn_at_some_levels_are_filled_at_the_others_before_any_instance(
 
 
 def test_a_category_with_enough_distinct_sets_is_not_filled(tmp_path: Path, monkeypatch) -> None:
-    result = combine.run(one_large_category(tmp_path, monkeypatch, 20), tmp_path)
+    result = runner.run(combine.STAGE, one_large_category(tmp_path, monkeypatch, 20), tmp_path)
     assert result.info["spending"]["algebra"] == {"budget": 20, "distinct": 20, "level_filled": 0,
                                                   "instance_filled": 0}
     assert set(read_table(tmp_path, "concept_sets")["instance"]) == {0}

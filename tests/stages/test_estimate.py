@@ -92,6 +92,7 @@ def test_a_second_estimate_is_answered_by_the_cache_and_the_scratch_run(tmp_path
     assert asked == []
     assert again["steps"].keys() == first["steps"].keys()
     assert all(again["steps"][step]["tokens"] == first["steps"][step]["tokens"] for step in first["steps"])
+    assert all(again["steps"][step]["seconds"] == first["steps"][step]["seconds"] > 0 for step in first["steps"])
 
 
 def test_pilot_sets_take_a_share_of_each_category_in_the_sets_order() -> None:

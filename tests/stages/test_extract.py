@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from _synthesis_run import ScriptedEngine, scripted_role, use_engines, write_identified_run
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, table_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -15,7 +16,7 @@ from sws.worlds.arith import solve
 
 def test_oracle_concepts_for_every_weak_problem(tmp_path: Path) -> None:
     problems = write_identified_run(tmp_path)
-    result = extract.run(PipelineConfig(), tmp_path)
+    result = runner.run(extract.STAGE, PipelineConfig(), tmp_path)
     table = read_table(tmp_path, "concepts")
     weak_ids = read_table(tmp_path, "weakness").filter(pl.col("weak"))["problem_id"].to_list()
     assert table["problem_id"].to_list() == weak_ids
@@ -37,7 +38,7 @@ def test_unparseable_outputs_go_to_the_sidecar_with_the_raw_text(tmp_path: Path,
     use_engines(monkeypatch, {"scripted": engine})
     config = PipelineConfig()
     config.roles.extractor = scripted_role("scripted")
-    extract.run(config, tmp_path)
+    runner.run(extract.STAGE, config, tmp_path)
     kept = read_table(tmp_path, "concepts")
     rejected = read_parquet(rejected_path(tmp_path, "concepts"))
     assert rejected.height > 0 and kept.height > 0
@@ -55,7 +56,7 @@ def test_no_weak_problems_gives_empty_outputs_and_calls_no_engine(tmp_path: Path
     write_identified_run(tmp_path, weak_categories=())
     engine = ScriptedEngine(lambda request, _: pytest.fail("no request expected"))
     use_engines(monkeypatch, {"arith-oracle": engine})
-    result = extract.run(PipelineConfig(), tmp_path)
+    result = runner.run(extract.STAGE, PipelineConfig(), tmp_path)
     assert read_table(tmp_path, "concepts").height == 0
     assert result.info["funnel"]["in"] == 0
     assert "no weak problems" in capsys.readouterr().err
@@ -64,7 +65,7 @@ def test_no_weak_problems_gives_empty_outputs_and_calls_no_engine(tmp_path: Path
 
 def test_missing_weakness_names_the_command_that_makes_it(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="sws identify"):
-        extract.run(PipelineConfig(), tmp_path)
+        runner.run(extract.STAGE, PipelineConfig(), tmp_path)
     assert not table_path(tmp_path, "concepts").exists()
 
 
@@ -73,7 +74,7 @@ def test_weak_problem_missing_from_problems_is_a_user_error(tmp_path: Path) -> N
     weak_id = read_table(tmp_path, "weakness").filter(pl.col("weak"))["problem_id"][0]
     problems.filter(pl.col("problem_id") != weak_id).write_parquet(table_path(tmp_path, "problems"))
     with pytest.raises(UserError, match=f"problem_id '{weak_id}' is not in problems.parquet"):
-        extract.run(PipelineConfig(), tmp_path)
+        runner.run(extract.STAGE, PipelineConfig(), tmp_path)
 
 
 def test_current_manifest_skips_and_a_crash_resumes_from_the_request_cache(tmp_path: Path, monkeypatch) -> None:
@@ -91,14 +92,14 @@ def test_current_manifest_skips_and_a_crash_resumes_from_the_request_cache(tmp_p
 
     use_engines(monkeypatch, {"flaky": ScriptedEngine(respond)})
     with pytest.raises(RuntimeError, match="engine died"):
-        extract.run(config, tmp_path)
+        runner.run(extract.STAGE, config, tmp_path)
     assert not table_path(tmp_path, "concepts").exists()
     n_weak = read_table(tmp_path, "weakness")["weak"].sum()
-    extract.run(config, tmp_path)
+    runner.run(extract.STAGE, config, tmp_path)
     # the two finished shards (20 requests) came from the cache; only the rest were asked again
     assert len(calls) == 25 + (n_weak - 20)
     assert read_table(tmp_path, "concepts").height == n_weak
-    assert extract.run(config, tmp_path).skipped
+    assert runner.run(extract.STAGE, config, tmp_path).skipped
 
 
 def test_concepts_with_control_characters_are_rejected(tmp_path: Path, monkeypatch) -> None:
@@ -109,7 +110,7 @@ def test_concepts_with_control_characters_are_rejected(tmp_path: Path, monkeypat
     use_engines(monkeypatch, {"scripted": engine})
     config = PipelineConfig()
     config.roles.extractor = scripted_role("scripted")
-    extract.run(config, tmp_path)
+    runner.run(extract.STAGE, config, tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "concepts"))
     assert rejected.height > 0 and set(rejected["reject_reason"]) == {"control_characters"}
     assert all(listed == ["addition"] for listed in read_table(tmp_path, "concepts")["concepts"].to_list())

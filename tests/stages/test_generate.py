@@ -13,6 +13,7 @@ from _synthesis_run import (
     write_identified_run,
 )
 
+from sws import runner
 from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
@@ -57,7 +58,7 @@ def config_with_scripted_generator(**synthesize: object) -> PipelineConfig:
 def test_noisy_oracle_problems_are_prefiltered_by_kind(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     write_sets(tmp_path, 120)
-    result = generate.run(noisy_oracle_config(), tmp_path)
+    result = runner.run(generate.STAGE, noisy_oracle_config(), tmp_path)
     kept = read_table(tmp_path, "synthetic")
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert kept.height + rejected.height == 120
@@ -76,9 +77,9 @@ def test_noisy_oracle_problems_are_prefiltered_by_kind(tmp_path: Path) -> None:
 def test_syn_ids_are_stable_across_reruns(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     write_sets(tmp_path, 20)
-    generate.run(noisy_oracle_config(), tmp_path)
+    runner.run(generate.STAGE, noisy_oracle_config(), tmp_path)
     first = read_table(tmp_path, "synthetic")
-    generate.run(noisy_oracle_config(), tmp_path, force=True)
+    runner.run(generate.STAGE, noisy_oracle_config(), tmp_path, force=True)
     again = read_table(tmp_path, "synthetic")
     assert again["syn_id"].to_list() == first["syn_id"].to_list()
     assert again["problem"].to_list() == first["problem"].to_list()
@@ -101,7 +102,7 @@ def test_near_duplicates_of_seed_batch_and_reference_problems(tmp_path: Path, mo
         "Compute 4321*8.",  # one digit away from a kept problem: a different problem
     ])
     config = config_with_scripted_generator(reference_files=[str(reference)])
-    generate.run(config, tmp_path)
+    runner.run(generate.STAGE, config, tmp_path)
     kept = read_table(tmp_path, "synthetic")
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert kept["problem"].to_list() == ["Compute 4321*9.", "Compute 4321*8."]
@@ -116,7 +117,7 @@ def test_unparsed_and_short_outputs_are_rejected_with_the_raw_text(tmp_path: Pat
     write_identified_run(tmp_path)
     write_sets(tmp_path, 3)
     engine = scripted_generator(monkeypatch, [None, "Hm.", "Compute 731*6."])
-    generate.run(config_with_scripted_generator(), tmp_path)
+    runner.run(generate.STAGE, config_with_scripted_generator(), tmp_path)
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert rejected["reject_reason"].to_list() == ["unparsed", "too_short"]
     assert rejected["problem"].to_list() == [None, "Hm."]
@@ -143,7 +144,7 @@ def test_variants_of_one_concept_set_ask_for_and_get_distinct_problems(tmp_path:
         return original(*args, **kwargs)
 
     monkeypatch.setattr(generate, "role_request", recorded)
-    result = generate.run(PipelineConfig(), tmp_path)
+    result = runner.run(generate.STAGE, PipelineConfig(), tmp_path)
     assert "variant" not in prompts[0]
     assert all(f"This is variant {index + 1} of this concept set" in prompts[index] for index in range(1, 12))
     kept = read_table(tmp_path, "synthetic")
@@ -157,7 +158,7 @@ def test_missing_reference_file_fails_before_writing(tmp_path: Path) -> None:
     write_sets(tmp_path, 3)
     config = noisy_oracle_config(reference_files=[str(tmp_path / "nope.json")])
     with pytest.raises(UserError, match="nope.json: reference file not found"):
-        generate.run(config, tmp_path)
+        runner.run(generate.STAGE, config, tmp_path)
     assert not table_path(tmp_path, "synthetic").exists()
 
 
@@ -167,21 +168,21 @@ def test_reference_file_without_problem_field_is_a_user_error(tmp_path: Path) ->
     reference = tmp_path / "odd.json"
     reference.write_text(json.dumps([{"text": "Compute 1+1."}]))
     with pytest.raises(UserError, match="no 'problem' or 'question' field"):
-        generate.run(noisy_oracle_config(reference_files=[str(reference)]), tmp_path)
+        runner.run(generate.STAGE, noisy_oracle_config(reference_files=[str(reference)]), tmp_path)
 
 
 def test_benchmark_files_as_references(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     write_sets(tmp_path, 5)
     references = [str(DATA_DIR / name) for name in ("math500.json", "aime24.json", "aime25.jsonl", "gsm8k_test.jsonl")]
-    generate.run(noisy_oracle_config(reference_files=references), tmp_path)
+    runner.run(generate.STAGE, noisy_oracle_config(reference_files=references), tmp_path)
     assert read_table(tmp_path, "synthetic").height + read_parquet(rejected_path(tmp_path, "synthetic")).height == 5
 
 
 def test_empty_concept_sets_give_empty_outputs(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     write_sets(tmp_path, 0)
-    result = generate.run(noisy_oracle_config(), tmp_path)
+    result = runner.run(generate.STAGE, noisy_oracle_config(), tmp_path)
     assert read_table(tmp_path, "synthetic").height == 0
     assert result.info["funnel"] == {"step": "generate", "in": 0, "kept": 0, "rejected": {}}
 
@@ -206,7 +207,7 @@ def test_truncation_is_judged_on_the_problem_and_solutions_are_cut_or_rejected(t
     write_sets(tmp_path, 4)
     engine = Generator(lambda request, k: "")
     use_engines(monkeypatch, {"scripted": engine})
-    result = generate.run(config_with_scripted_generator(), tmp_path)
+    result = runner.run(generate.STAGE, config_with_scripted_generator(), tmp_path)
     assert read_table(tmp_path, "synthetic")["problem"].to_list() == ["Compute 731*6.", "Compute 17*3."]
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
     assert rejected["reject_reason"].to_list() == ["solution_leak", "truncated"]
@@ -226,7 +227,7 @@ def test_a_paraphrased_benchmark_problem_is_contaminated_and_the_closest_pairs_a
     scripted_generator(monkeypatch, [pairs[0]["paraphrase"], "Compute 4321*9.", pairs[2]["paraphrase"],
                                      "A train travels 120 km in 2 hours. What is its average speed in km/h?"])
 
-    result = generate.run(config_with_scripted_generator(reference_files=[str(reference)]), tmp_path)
+    result = runner.run(generate.STAGE, config_with_scripted_generator(reference_files=[str(reference)]), tmp_path)
 
     kept = read_table(tmp_path, "synthetic")
     rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
@@ -250,6 +251,6 @@ def test_contamination_by_embedding_can_be_turned_off(tmp_path: Path, monkeypatc
     reference.write_text(json.dumps({"problem": pair["original"]}) + "\n")
     write_sets(tmp_path, 1)
     scripted_generator(monkeypatch, [pair["paraphrase"]])
-    generate.run(config_with_scripted_generator(reference_files=[str(reference)], contamination_similarity=None),
+    runner.run(generate.STAGE, config_with_scripted_generator(reference_files=[str(reference)], contamination_similarity=None),
                  tmp_path)
     assert read_table(tmp_path, "synthetic")["problem"].to_list() == [pair["paraphrase"]]

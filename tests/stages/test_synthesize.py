@@ -61,6 +61,21 @@ def test_cli_runs_every_step_and_prints_the_funnel(tmp_path: Path) -> None:
         assert row["near-duplicates"] <= row["generated"] - row["kept after dedup"]
 
 
+def test_a_rerun_that_skips_every_step_prints_the_same_tables(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_identified_run(run)
+    argv = ["synthesize", "--run", str(run), "--config", str(noisy_pipeline_file(tmp_path))]
+    first, again = (CliRunner().invoke(app, argv) for _ in range(2))
+    assert first.exit_code == again.exit_code == 0, first.output + again.output
+    assert again.output.count("up to date, skipped") == len(synthesize.steps_on(PipelineConfig()))
+
+    def tables(output: str) -> str:
+        return output[output.index("synthesis funnel"):]
+
+    assert "how each category's budget was spent" in first.output and "tokens per step and role" in first.output
+    assert tables(again.output) == tables(first.output)
+
+
 def test_rerun_skips_every_current_step(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
     config = PipelineConfig()

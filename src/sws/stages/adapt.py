@@ -19,17 +19,10 @@ from pathlib import Path
 import polars as pl
 
 from sws import runner
-from sws.artifacts import (
-    STR,
-    StageResult,
-    empty_table,
-    read_table,
-    round_name,
-    run_stage,
-    table_path,
-    write_table,
-)
+from sws.artifacts import STR, StageResult, empty_table, round_name
 from sws.config import PipelineConfig
+from sws.runner import StageContext, StageOutput
+from sws.stage import Stage
 from sws.stages import audit, generate, label, rate
 
 STEP = "request"
@@ -55,26 +48,30 @@ def adapt_requests(scored: pl.DataFrame, adapt_round: int, harder: bool) -> pl.D
     return pl.DataFrame(rows, schema=empty_table("concept_sets", REQUEST_COLUMNS).schema)
 
 
-def run_requests(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> StageResult:
-    """Write round `adapt_round`'s concept sets from the problems round `adapt_round - 1` scored."""
-    source = round_name("scored", adapt_round - 1)
-    target = round_name("concept_sets", adapt_round)
+def previous_scored(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
+    """The problems the round before scored."""
+    return (round_name("scored", adapt_round - 1),)
 
-    def body() -> StageResult:
-        requests = adapt_requests(read_table(run_dir, source), adapt_round, cfg.synthesize.adapt_harder)
-        write_table(run_dir, target, requests)
-        directions = dict(requests["direction"].value_counts().iter_rows())
-        return StageResult(round_name(STEP, adapt_round), rows={target: requests.height},
-                           info={"easier": directions.get("easier", 0), "harder": directions.get("harder", 0)})
 
-    return run_stage(run_dir, round_name(STEP, adapt_round), config={"adapt_harder": cfg.synthesize.adapt_harder},
-                     inputs=[table_path(run_dir, source)], outputs=[table_path(run_dir, target)], body=body,
-                     force=force)
+def request(context: StageContext) -> StageOutput:
+    """Round r's concept sets from the problems round r - 1 scored."""
+    [scored] = previous_scored(context.cfg, context.adapt_round)
+    requests = adapt_requests(context.table(scored), context.adapt_round, context.cfg.synthesize.adapt_harder)
+    directions = dict(requests["direction"].value_counts().iter_rows())
+    return StageOutput(tables={"concept_sets": requests},
+                       info={"easier": directions.get("easier", 0), "harder": directions.get("harder", 0)})
+
+
+# Run by `run_round` in rounds r >= 1 only: its concept sets are the round's (`runner.ROUND_TABLES`).
+REQUEST = Stage(
+    STEP, "An easier (harder) problem than each one the policy never (always) solved.", request,
+    more_reads=previous_scored, writes=("concept_sets",),
+    settings=lambda cfg, options: {"adapt_harder": cfg.synthesize.adapt_harder}, section="synthesize",
+    command="sws filter", in_run=False)
 
 
 def run_round(cfg: PipelineConfig, run_dir: Path, adapt_round: int, force: bool = False) -> list[StageResult]:
     """Requests, generate, rate, label and (when on) audit of round `adapt_round` (the policy's scoring follows in
     filter)."""
-    steps = (generate, rate, label, *([audit] if audit.is_on(cfg) else []))
-    return [run_requests(cfg, run_dir, adapt_round, force),
-            *(runner.run(step.DECLARED[0], cfg, run_dir, force, adapt_round=adapt_round) for step in steps)]
+    steps = (REQUEST, generate.STAGE, rate.STAGE, label.STAGE, *([audit.STAGE] if audit.is_on(cfg) else []))
+    return [runner.run(step, cfg, run_dir, force, adapt_round=adapt_round) for step in steps]

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from sws import ui
-from sws.artifacts import StageResult, empty_table, read_table, run_stage, table_path, write_table
+from sws.artifacts import empty_table
 from sws.budget import largest_remainder
 from sws.concept_sampling import SampledSet, SamplerSettings, build_graph, sample_concept_sets
 from sws.config import PipelineConfig
@@ -33,6 +33,7 @@ from sws.embeddings import embed_texts
 from sws.errors import UserError
 from sws.funnel import funnel_row
 from sws.llm_calls import request_seed
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 
 STEP = "combine"
@@ -84,7 +85,7 @@ def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: i
     return largest_remainder(wanted, budget) if wanted else {}
 
 
-def settings(cfg: PipelineConfig) -> dict[str, object]:
+def settings(cfg: PipelineConfig, options: dict) -> dict[str, object]:
     """What decides the concept sets drawn from the concepts and categories."""
     synth = cfg.synthesize
     return {
@@ -95,42 +96,24 @@ def settings(cfg: PipelineConfig) -> dict[str, object]:
     }
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    return run_stage(
-        run_dir, STEP,
-        config=settings(cfg),
-        inputs=[table_path(run_dir, "concepts"), table_path(run_dir, "categories")],
-        outputs=[table_path(run_dir, "concept_sets")],
-        body=lambda: _combine(cfg, run_dir),
-        force=force,
-    )
-
-
-def _combine(cfg: PipelineConfig, run_dir: Path) -> StageResult:
-    sets, info = draw_concept_sets(cfg, run_dir)
-    write_table(run_dir, "concept_sets", sets)
-    return StageResult(STEP, rows={"concept_sets": sets.height}, info=info)
-
-
-def draw_concept_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[pl.DataFrame, dict[str, object]]:
-    """The concept sets of the budget and combine's manifest info (funnel row, spending per category)."""
+def combine(context: StageContext) -> StageOutput:
+    """The concept sets of the budget; the info says per category how its budget was spent."""
+    cfg = context.cfg
     synth = cfg.synthesize
-    concepts = read_table(run_dir, "concepts")
-    categories = read_table(run_dir, "categories")
-    budgets = category_budgets(concepts, categories, synth.budget, table_path(run_dir, "categories"))
+    concepts = context.table("concepts")
+    budgets = category_budgets(concepts, context.table("categories"), synth.budget, context.source("categories"))
     if concepts.height == 0:
-        ui.info(f"{STEP}: {table_path(run_dir, 'concepts')} is empty; no concept sets to sample")
+        ui.info(f"{STEP}: {context.source('concepts')} is empty; no concept sets to sample")
     distinct = sorted({concept for listed in concepts["concepts"].to_list() for concept in listed})
-    vectors = embed_texts(distinct, cfg.roles.embedder, run_dir) if distinct else np.zeros((0, 1))
+    vectors = embed_texts(distinct, cfg.roles.embedder, context.run.root) if distinct else np.zeros((0, 1))
     embedding_of = dict(zip(distinct, vectors, strict=True))
-    settings = SamplerSettings(synth.set_size, synth.temperature, synth.cooc_weight, synth.sim_weight)
+    sampler = SamplerSettings(synth.set_size, synth.temperature, synth.cooc_weight, synth.sim_weight)
     rows, spending, duplicates_drawn = [], {}, {}
     for category, quota in budgets.items():
         listed = concepts.filter(pl.col("category") == category)["concepts"].to_list()
         graph = build_graph(listed, embedding_of)
         rng = np.random.default_rng([cfg.seed, request_seed(0, STEP, category)])
-        sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, settings, synth.levels, rng)
+        sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, sampler, synth.levels, rng)
         planned = fill_quota(sets, quota, synth.levels) if synth.fill_budget else fill_quota(sets, len(sets), [])
         fills = Counter(plan.fill for plan in planned)
         spending[category] = {"budget": quota, "distinct": fills["distinct"], "level_filled": fills["level"],
@@ -140,13 +123,13 @@ def draw_concept_sets(cfg: PipelineConfig, run_dir: Path) -> tuple[pl.DataFrame,
                      "instance": plan.instance}
                     for plan in planned)
     budgeted = sum(budgets.values())
-    row = funnel_row(STEP, budgeted, len(rows), ["duplicate_set"] * (budgeted - len(rows)))
-    return pl.DataFrame(rows, schema=empty_table("concept_sets").schema), {
-        "funnel": row.as_info(), "spending": spending, "duplicate_draws": duplicates_drawn,
-    }
+    return StageOutput(tables={"concept_sets": pl.DataFrame(rows, schema=empty_table("concept_sets").schema)},
+                       info={"spending": spending, "duplicate_draws": duplicates_drawn},
+                       funnel=funnel_row(STEP, budgeted, len(rows), ["duplicate_set"] * (budgeted - len(rows))))
 
 
-DECLARED = (Stage(
-    STEP, "Sample concept sets per category under the synthesis budget.", drive=run, reads=('concepts', 'categories'), writes=('concept_sets',),
-    roles=(), section="synthesize", uses_executor=False, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps combine", in_run=False),)
+STAGE = Stage(
+    STEP, "Sample concept sets per category under the synthesis budget.", combine,
+    reads=("concepts", "categories"), writes=("concept_sets",), settings=settings, section="synthesize",
+    synthesis_step=True, funnel=True, command="sws synthesize --steps combine", in_run=False)
+DECLARED = (STAGE,)

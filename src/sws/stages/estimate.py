@@ -14,31 +14,23 @@ again.)
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from sws import runner, tokens, ui
-from sws.artifacts import (
-    StageResult,
-    fingerprint,
-    read_manifest,
-    run_stage,
-    table_path,
-    write_json,
-    write_table,
-)
+from sws.artifacts import StageResult, write_json
 from sws.budget import largest_remainder
 from sws.config import PipelineConfig
 from sws.funnel import dataframe_table
 from sws.llm_calls import shared_engines
 from sws.run_dir import PILOT_MARKER, RunDir
+from sws.runner import StageContext, StageOutput
+from sws.stage import Stage
 from sws.stages import combine, extract
 from sws.stages.rounds import link_checkpoint
 
-SAMPLE = "pilot_sets"
 # Below this many pilot sets, the projections of rate and label were off by up to 40 % in the arith world
 # (`bench/estimate.py`; the total by up to 15 %): they rest on the few pilot problems that pass generate and rate.
 FEW_SETS = 200
@@ -59,15 +51,27 @@ def pilot_sets(sets: pl.DataFrame, share: float) -> pl.DataFrame:
     return sets.filter(pl.col("set_id").is_in(chosen))
 
 
+def sample(context: StageContext) -> StageOutput:
+    """The pilot's concept sets: `synthesize.estimate_share` of those combine draws for the whole budget."""
+    drawn = combine.combine(context).tables["concept_sets"]
+    return StageOutput(tables={"concept_sets": pilot_sets(drawn, context.cfg.synthesize.estimate_share)},
+                       info={"sets": drawn.height})
+
+
+# The pilot's combine step, run in the pilot's scratch run only.
+SAMPLE = Stage(
+    "pilot_sets", "A share of the concept sets of the whole budget, for the pilot.", sample,
+    reads=combine.STAGE.reads, writes=combine.STAGE.writes,
+    settings=lambda cfg, options: {**combine.settings(cfg, options), "share": cfg.synthesize.estimate_share},
+    section="synthesize", command="sws synthesize --estimate", in_run=False)
+
+
 def prepare_pilot(run_dir: Path) -> Path:
     """The scratch folder with copies of the run's inputs (unchanged copies kept) and its initial checkpoint."""
     run, pilot = RunDir(run_dir), RunDir(run_dir).estimate
     pilot.root.mkdir(parents=True, exist_ok=True)
     (pilot.root / PILOT_MARKER).write_text("scratch run of `sws synthesize --estimate`; its caches are the run's\n")
-    for name in INPUTS:
-        source, copy = table_path(run.root, name), table_path(pilot.root, name)
-        if source.exists() and (not copy.exists() or fingerprint(copy) != fingerprint(source)):
-            shutil.copyfile(source, copy)
+    runner.copy_tables(run.root, pilot.root, INPUTS)
     if run.initial_checkpoint.exists():
         link_checkpoint(run.initial_checkpoint, pilot.initial_checkpoint)
     return pilot.root
@@ -78,38 +82,23 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool 
     from sws.stages import synthesize
 
     pilot = prepare_pilot(run_dir)
-    share = cfg.synthesize.estimate_share
-    drawn: dict[str, int] = {}
-
-    def sample() -> StageResult:
-        sets, _ = combine.draw_concept_sets(cfg, pilot)
-        chosen = pilot_sets(sets, share)
-        write_table(pilot, "concept_sets", chosen)
-        return StageResult(SAMPLE, rows={"concept_sets": chosen.height}, info={"sets": sets.height})
-
-    declared = synthesize.declared_steps()
+    declared = {**synthesize.declared_steps(), combine.STEP: SAMPLE}
     with shared_engines():
-        for step in steps:
-            if step == combine.STEP:
-                result = run_stage(pilot, SAMPLE, config={**combine.settings(cfg), "share": share},
-                                   inputs=[table_path(pilot, "concepts"), table_path(pilot, "categories")],
-                                   outputs=[table_path(pilot, "concept_sets")], body=sample, force=force)
-                drawn = {"sets": int(result.info["sets"]), "pilot_sets": int(result.rows["concept_sets"])}
-            else:
-                runner.run(declared[step], cfg, pilot, force)
+        results = {step: runner.run(declared[step], cfg, pilot, force) for step in steps}
+    sampled = results.get(combine.STEP)
+    drawn = {"sets": int(sampled.info["sets"]), "pilot_sets": int(sampled.rows["concept_sets"])} if sampled else {}
     factor = drawn["sets"] / drawn["pilot_sets"] if drawn.get("pilot_sets") else 0.0
     projected: dict[str, Any] = {}
-    for step in steps:
-        manifest = read_manifest(pilot, SAMPLE if step == combine.STEP else step) or {}
+    for step, result in results.items():
         scale = 1.0 if step in (extract.STEP, combine.STEP) else factor
-        used = manifest.get("tokens") or {}
         projected[step] = {
             "tokens": {role: {name: round(value * scale) for name, value in counts.items()}
-                       for role, counts in used.items()},
-            "pilot_tokens": used, "scale": scale, "seconds": round(manifest.get("seconds", 0.0) * scale, 3),
-            "pilot_in": (manifest.get("info", {}).get("funnel") or {}).get("in"),
+                       for role, counts in result.tokens.items()},
+            "pilot_tokens": result.tokens, "scale": scale, "seconds": round(result.seconds * scale, 3),
+            "pilot_in": (result.info.get("funnel") or {}).get("in"),
         }
-    estimate = {"share": share, **drawn, "steps": projected, "weak_problems": projected[extract.STEP]["pilot_in"]}
+    estimate = {"share": cfg.synthesize.estimate_share, **drawn, "steps": projected,
+                "weak_problems": projected[extract.STEP]["pilot_in"]}
     write_json(RunDir(pilot).root / "estimate.json", estimate)
     return estimate
 

@@ -7,81 +7,64 @@ Reads `weakness.parquet` (the weak rows) and `problems.parquet` (their text); wr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from sws import text_hygiene, ui
-from sws.artifacts import (
-    STR,
-    StageResult,
-    empty_table,
-    read_table,
-    rejected_path,
-    run_stage,
-    table_path,
-)
+from sws.artifacts import STR, empty_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
-from sws.executors import executor_for
-from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import parse_concepts
 from sws.prompts import PromptTemplate, load_template
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 
 STEP = "extract"
 REJECTED_SCHEMA = {"problem_id": STR, "category": STR, "problem": STR, "raw": STR, "reject_reason": STR}
 
 
-def weak_problems(run_dir: Path) -> pl.DataFrame:
+def weak_problems(context: StageContext) -> pl.DataFrame:
     """problem_id, category, problem of every weak problem, in weakness.parquet order."""
-    weakness = read_table(run_dir, "weakness")
-    problems = read_table(run_dir, "problems")
-    weak = weakness.filter(pl.col("weak")).select("problem_id", "category")
-    joined = weak.join(problems.select("problem_id", "problem"), on="problem_id", how="left", maintain_order="left")
+    weak = context.table("weakness").filter(pl.col("weak")).select("problem_id", "category")
+    joined = weak.join(context.table("problems").select("problem_id", "problem"), on="problem_id", how="left",
+                       maintain_order="left")
     unknown = joined.filter(pl.col("problem").is_null())["problem_id"].to_list()
     if unknown:
         raise UserError(
-            f"{table_path(run_dir, 'weakness')}: problem_id '{unknown[0]}' is not in problems.parquet; "
-            f"rerun `sws identify --run {run_dir}`"
+            f"{context.source('weakness')}: problem_id '{unknown[0]}' is not in problems.parquet; "
+            f"rerun `sws identify --run {context.run.root}`"
         )
     return joined
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
-    run_dir = Path(run_dir)
-    template = load_template("extract", cfg.synthesize.prompt_dir, cfg.world)
-    return run_stage(
-        run_dir, STEP,
-        config={
-            "seed": cfg.seed, "extractor": cfg.roles.extractor.model_dump(mode="json"),
-            "k": cfg.synthesize.concepts_per_problem, "prompt": template.digest,
-        },
-        inputs=[table_path(run_dir, "weakness"), table_path(run_dir, "problems")],
-        outputs=[table_path(run_dir, "concepts"), rejected_path(run_dir, "concepts")],
-        body=lambda: _extract(cfg, run_dir, template),
-        force=force,
-    )
+def template(cfg: PipelineConfig) -> PromptTemplate:
+    return load_template("extract", cfg.synthesize.prompt_dir, cfg.world)
 
 
-def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> StageResult:
-    weak = weak_problems(run_dir)
+def settings(cfg: PipelineConfig, options: dict) -> dict:
+    return {"seed": cfg.seed, "extractor": cfg.roles.extractor.model_dump(mode="json"),
+            "k": cfg.synthesize.concepts_per_problem, "prompt": template(cfg).digest}
+
+
+def extract(context: StageContext) -> StageOutput:
+    """The extractor's concept list for each weak problem; outputs it cannot give one for are rejected."""
+    cfg = context.cfg
+    weak = weak_problems(context)
     k = cfg.synthesize.concepts_per_problem
-    role = cfg.roles.extractor
+    role, prompt = cfg.roles.extractor, template(cfg)
     requests = [
         role_request(
             role, task="extract", fields={"problem": problem, "category": category, "k": k},
-            text=template.render({"problem": problem, "category": category, "k": k}),
+            text=prompt.render({"problem": problem, "category": category, "k": k}),
             n=1, seed=request_seed(cfg.seed, STEP, problem_id),
         )
         for problem_id, category, problem in weak.iter_rows()
     ]
     if not requests:
-        ui.info(f"{STEP}: {table_path(run_dir, 'weakness')} has no weak problems; nothing to synthesize "
-                f"(loosen identify.max_acc or identify.max_slope and rerun `sws identify --run {run_dir}`)")
-    completions = executor_for(cfg, run_dir).complete("extractor", role, requests, cfg.synthesize.shard_size,
-                                                      "extract concepts")
+        ui.info(f"{STEP}: {context.source('weakness')} has no weak problems; nothing to synthesize "
+                f"(loosen identify.max_acc or identify.max_slope and rerun `sws identify --run {context.run.root}`)")
+    completions = context.executor.complete("extractor", role, requests, cfg.synthesize.shard_size,
+                                            "extract concepts")
     kept, rejected = [], []
     for (problem_id, category, problem), answers in zip(weak.iter_rows(), completions, strict=True):
         raw = answers[0].text
@@ -93,13 +76,15 @@ def _extract(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate) -> St
                              "reject_reason": reason})
         else:
             kept.append({"problem_id": problem_id, "category": category, "concepts": concepts, "problem": problem})
-    concepts_table = pl.DataFrame(kept, schema={**empty_table("concepts").schema, "problem": STR})
-    return write_step_outputs(run_dir, STEP, "concepts", weak.height, concepts_table,
-                              pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
-                              [completion for answers in completions for completion in answers])
+    return StageOutput(
+        tables={"concepts": pl.DataFrame(kept, schema={**empty_table("concepts").schema, "problem": STR})},
+        rejected={"concepts": pl.DataFrame(rejected, schema=REJECTED_SCHEMA)}, rows_in=weak.height,
+        completions=[completion for answers in completions for completion in answers])
 
 
-DECLARED = (Stage(
-    STEP, "The extractor lists the foundational concepts of each weak problem.", drive=run, reads=('weakness', 'problems'), writes=('concepts',),
-    roles=('extractor',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps extract", in_run=False),)
+STAGE = Stage(
+    STEP, "The extractor lists the foundational concepts of each weak problem.", extract,
+    reads=("weakness", "problems"), writes=("concepts",), rejects=("concepts",), settings=settings,
+    roles=("extractor",), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
+    command="sws synthesize --steps extract", in_run=False)
+DECLARED = (STAGE,)

@@ -20,32 +20,22 @@ the problems of earlier rounds count as near-duplicates too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from sws import ui
-from sws.artifacts import (
-    STR,
-    StageResult,
-    config_hash,
-    empty_table,
-    read_table,
-    rejected_path,
-    round_name,
-    run_stage,
-    table_path,
-)
+from sws.artifacts import STR, config_hash, empty_table, round_name
 from sws.config import PipelineConfig
 from sws.decontamination import benchmark_problems, closest_pairs, nearest_benchmarks
 from sws.engines.base import Completion
-from sws.executors import executor_for
-from sws.funnel import write_step_outputs
 from sws.llm_calls import request_seed, role_request
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem_and_end
 from sws.problem_filters import prefilter_reason
 from sws.prompts import PromptTemplate, load_template
+from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 
 STEP = "generate"
@@ -60,24 +50,22 @@ def syn_id(set_id: str) -> str:
     return "syn-" + set_id.removeprefix("set-")
 
 
-def earlier_rounds(adapt_round: int) -> list[str]:
+def earlier_rounds(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
     """The synthetic tables of the rounds before `adapt_round`, whose problems a new one must not repeat."""
-    return [round_name("synthetic", earlier) for earlier in range(adapt_round)]
+    return tuple(round_name("synthetic", earlier) for earlier in range(adapt_round))
 
 
-def reference_index(cfg: PipelineConfig, run_dir: Path, adapt_round: int = 0,
-                    benchmarks: list[tuple[str, str]] | None = None) -> NearDuplicateIndex:
-    """Seed problems, benchmark problems (`decontamination.benchmark_problems`, unless given) and earlier rounds'
-    problems a new one must not duplicate."""
-    if benchmarks is None:
-        benchmarks = benchmark_problems(cfg)
+def near_duplicate_index(cfg: PipelineConfig, problems: pl.DataFrame, benchmarks: list[tuple[str, str]],
+                         earlier: Sequence[pl.DataFrame] = ()) -> NearDuplicateIndex:
+    """Seed problems, benchmark problems (`decontamination.benchmark_problems`) and earlier rounds' synthetic
+    problems, which a new one must not duplicate."""
     index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
-    for problem_id, problem in read_table(run_dir, "problems").select("problem_id", "problem").iter_rows():
+    for problem_id, problem in problems.select("problem_id", "problem").iter_rows():
         index.add(problem, f"seed:{problem_id}")
     for source, text in benchmarks:
         index.add(text, f"{REFERENCE_PREFIX}{source}")
-    for name in earlier_rounds(adapt_round):
-        for syn, problem in read_table(run_dir, name).select("syn_id", "problem").iter_rows():
+    for synthetic in earlier:
+        for syn, problem in synthetic.select("syn_id", "problem").iter_rows():
             index.add(problem, f"batch:{syn}")
     return index
 
@@ -138,52 +126,47 @@ def per_category_counts(sets: pl.DataFrame, kept: list[dict], rejected: list[dic
     return counts
 
 
-def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, adapt_round: int = 0) -> StageResult:
-    run_dir = Path(run_dir)
+def template(cfg: PipelineConfig) -> PromptTemplate:
+    return load_template("generate", cfg.synthesize.prompt_dir, cfg.world)
+
+
+def settings(cfg: PipelineConfig, options: dict) -> dict:
     synth = cfg.synthesize
-    template = load_template("generate", synth.prompt_dir, cfg.world)
-    benchmarks = benchmark_problems(cfg)
-    config = {
-        "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template.digest,
+    decided = {
+        "seed": cfg.seed, "generator": cfg.roles.generator.model_dump(mode="json"), "prompt": template(cfg).digest,
         "min_problem_chars": synth.min_problem_chars, "max_problem_tokens": synth.max_problem_tokens,
         "near_duplicate_threshold": synth.near_duplicate_threshold,
         "near_duplicate_min_chars": synth.near_duplicate_min_chars,
     }
+    benchmarks = benchmark_problems(cfg)
     if benchmarks:  # a run without benchmark problems keeps its manifest
-        config |= {"benchmarks": config_hash(benchmarks), "contamination_similarity": synth.contamination_similarity,
-                   "embedder": cfg.roles.embedder.model}
-    return run_stage(
-        run_dir, round_name(STEP, adapt_round),
-        config=config,
-        inputs=[table_path(run_dir, round_name("concept_sets", adapt_round)), table_path(run_dir, "problems"),
-                *(table_path(run_dir, name) for name in earlier_rounds(adapt_round))],
-        outputs=[table_path(run_dir, round_name("synthetic", adapt_round)),
-                 rejected_path(run_dir, round_name("synthetic", adapt_round))],
-        body=lambda: _generate(cfg, run_dir, template, benchmarks, adapt_round),
-        force=force,
-    )
+        decided |= {"benchmarks": config_hash(benchmarks), "contamination_similarity": synth.contamination_similarity,
+                    "embedder": cfg.roles.embedder.model}
+    return decided
 
 
-def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, benchmarks: list[tuple[str, str]],
-              adapt_round: int) -> StageResult:
+def generate(context: StageContext) -> StageOutput:
+    """One problem per concept set; the pre-filters, near-duplicates and contamination reject some."""
+    cfg = context.cfg
     synth = cfg.synthesize
-    sets_name = round_name("concept_sets", adapt_round)
-    sets = read_table(run_dir, sets_name)
-    seen = reference_index(cfg, run_dir, adapt_round, benchmarks)
+    prompt = template(cfg)
+    benchmarks = benchmark_problems(cfg)
+    sets = context.table("concept_sets")
+    seen = near_duplicate_index(cfg, context.table("problems"), benchmarks,
+                                [context.table(name) for name in earlier_rounds(cfg, context.adapt_round)])
     role = cfg.roles.generator
     requests = [
         role_request(
             role, task="generate", fields=request_fields(row),
-            text=template.render({"category": row["category"], "concepts": concepts_text(row["concepts"]),
-                                  "level": row["level"], "request": extra_request(row)}),
-            n=1, seed=request_seed(cfg.seed, STEP, row["set_id"]), stop=template.stop,
+            text=prompt.render({"category": row["category"], "concepts": concepts_text(row["concepts"]),
+                                "level": row["level"], "request": extra_request(row)}),
+            n=1, seed=request_seed(cfg.seed, STEP, row["set_id"]), stop=prompt.stop,
         )
         for row in sets.iter_rows(named=True)
     ]
     if not requests:
-        ui.info(f"{STEP}: {table_path(run_dir, sets_name)} is empty; no problems to generate")
-    completions = executor_for(cfg, run_dir).complete("generator", role, requests, synth.shard_size,
-                                                      "generate problems")
+        ui.info(f"{STEP}: {context.source('concept_sets')} is empty; no problems to generate")
+    completions = context.executor.complete("generator", role, requests, synth.shard_size, "generate problems")
     kept, rejected, raw_of = [], [], {}
     for row, answers in zip(sets.iter_rows(named=True), completions, strict=True):
         raw = raw_of[syn_id(row["set_id"])] = answers[0].text
@@ -198,27 +181,26 @@ def _generate(cfg: PipelineConfig, run_dir: Path, template: PromptTemplate, benc
             duplicate_reason = "contaminated" if (duplicate_of or "").startswith(REFERENCE_PREFIX) else "near_duplicate"
             rejected.append({**record, "raw": raw, "reject_reason": reason or duplicate_reason,
                              "reject_detail": duplicate_of})
-    kept, contaminated, pairs = screen_contamination(cfg, run_dir, kept, benchmarks)
+    kept, contaminated, pairs = screen_contamination(cfg, context.run.root, kept, benchmarks)
     rejected += [{**record, "raw": raw_of[record["syn_id"]], "reject_reason": "contaminated", "reject_detail": detail}
                  for record, detail in contaminated]
-    result = write_step_outputs(run_dir, STEP, round_name("synthetic", adapt_round), sets.height,
-                                pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA),
-                                pl.DataFrame(rejected, schema=REJECTED_SCHEMA),
-                                [completion for answers in completions for completion in answers])
-    result.info["per_category"] = per_category_counts(sets, kept, rejected)
+    info = {"per_category": per_category_counts(sets, kept, rejected)}
     if pairs:
-        result.info["closest_benchmark_pairs"] = pairs
-    return result
+        info["closest_benchmark_pairs"] = pairs
+    return StageOutput(tables={"synthetic": pl.DataFrame(kept, schema=SYNTHETIC_SCHEMA)},
+                       rejected={"synthetic": pl.DataFrame(rejected, schema=REJECTED_SCHEMA)}, info=info,
+                       rows_in=sets.height, completions=[completion for answers in completions for completion in answers])
 
 
-def screen_contamination(cfg: PipelineConfig, run_dir: Path, kept: list[dict], benchmarks: list[tuple[str, str]]
+def screen_contamination(cfg: PipelineConfig, cache_run: Path, kept: list[dict], benchmarks: list[tuple[str, str]]
                          ) -> tuple[list[dict], list[tuple[dict, str]], list[dict]]:
-    """(kept, [(contaminated record, why)], the closest pairs) by embedding similarity to the benchmarks."""
+    """(kept, [(contaminated record, why)], the closest pairs) by embedding similarity to the benchmarks; the
+    embeddings are cached in run `cache_run`."""
     threshold = cfg.synthesize.contamination_similarity
     if threshold is None or not kept or not benchmarks:
         return kept, [], []
     problems = [record["problem"] for record in kept]
-    nearest = nearest_benchmarks(problems, benchmarks, cfg, run_dir)
+    nearest = nearest_benchmarks(problems, benchmarks, cfg, cache_run)
     clean, contaminated = [], []
     for record, match in zip(kept, nearest, strict=True):
         if match.similarity >= threshold:
@@ -229,7 +211,9 @@ def screen_contamination(cfg: PipelineConfig, run_dir: Path, kept: list[dict], b
     return clean, contaminated, closest_pairs(problems, nearest)
 
 
-DECLARED = (Stage(
-    STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", drive=run, reads=('concept_sets', 'problems'), writes=('synthetic',),
-    roles=('generator',), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps generate", in_run=False),)
+STAGE = Stage(
+    STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", generate,
+    reads=("concept_sets", "problems"), writes=("synthetic",), rejects=("synthetic",), more_reads=earlier_rounds,
+    settings=settings, roles=("generator",), section="synthesize", uses_executor=True, synthesis_step=True,
+    funnel=True, command="sws synthesize --steps generate", in_run=False)
+DECLARED = (STAGE,)

@@ -2,8 +2,8 @@
 
 Each sub-step is a stage of its own (manifest `manifests/<step>.json`, skipped when current, resumable from the
 request cache); this module runs the chosen ones in order, with one engine per distinct role setting for the
-whole run (`sws.llm_calls.shared_engines`), and prints the funnel kept in their manifests and how each
-category's budget was spent.
+whole run (`sws.llm_calls.shared_engines`), and prints what their results record: the funnel, how each
+category's budget was spent (when combine ran) and the tokens per step and role.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.funnel import (
     FunnelRow,
+    budget_spending,
     dataframe_table,
     funnel_table,
     per_kept_problem,
-    read_budget_spending,
-    token_usage,
+    tokens_table,
     truncation_advice,
 )
 from sws.llm_calls import shared_engines
@@ -83,13 +83,15 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         if step not in chosen:
             ui.info(f"synthesize: step {step} is off in this config, skipped (see its section '{declared[step].section}')")
     with shared_engines(), tokens.capped(spending_cap(cfg)):
-        results = [runner.run(declared[step], cfg, run_dir, force) for step in chosen]
-    funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results]
+        results = {step: runner.run(declared[step], cfg, run_dir, force) for step in chosen}
+    funnel = [FunnelRow.from_info(result.info["funnel"]) for result in results.values()]
     ui.console.print(funnel_table(funnel))
-    spending = read_budget_spending(run_dir, combine.STEP, generate.STEP)
-    if spending is not None and spending.height:
-        ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
-    used = token_usage(run_dir, chosen, cfg.pricing)
+    if combine.STEP in results:
+        generated = results.get(generate.STEP)
+        spending = budget_spending(results[combine.STEP].info, generated.info if generated else None)
+        if spending.height:
+            ui.console.print(dataframe_table(spending, "how each category's budget was spent"))
+    used = tokens_table({step: result.tokens for step, result in results.items()}, cfg.pricing)
     if used.height:
         ui.console.print(dataframe_table(used, "tokens per step and role"))
         ui.info(f"synthesize: {per_kept_problem(used, funnel[-1].kept, 'labeled')}")
@@ -97,9 +99,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
         ui.info(advice)
     if chosen and chosen[-1] == steps_on(cfg)[-1] and funnel[-1].kept == 0:
         ui.info(f"synthesize: no labeled problems in {run_dir}; the funnel above shows where they were dropped")
-    rows = {name: count for result in results for name, count in result.rows.items()}
+    rows = {name: count for result in results.values() for name, count in result.rows.items()}
     return StageResult("synthesize", rows=rows, info={"funnel": [row.as_info() for row in funnel]},
-                       seconds=round(sum(result.seconds for result in results), 3))
+                       seconds=round(sum(result.seconds for result in results.values()), 3))
 
 
 DECLARED = (Stage(
