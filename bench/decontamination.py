@@ -17,7 +17,7 @@ from pathlib import Path
 from sws.config import PipelineConfig
 from sws.decontamination import benchmark_problems, nearest_benchmarks
 from sws.parsing import parse_problem
-from sws.stages.prepare import DATA_DIR
+from sws.records import DATA_DIR
 
 FIXTURES = Path(__file__).parents[1] / "tests" / "fixtures"
 

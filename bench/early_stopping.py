@@ -24,11 +24,12 @@ from pathlib import Path
 from synthesis_quality import identified_run, noisy_config
 
 from sws import ui
-from sws.artifacts import read_manifest, read_table
 from sws.config import EngineConfig
 from sws.engines import Completion
+from sws.manifests import read_manifest
 from sws.stages import filter as filter_stage
 from sws.stages import label, synthesize
+from sws.tables import read_table
 
 RECORDING = Path(__file__).parents[1] / "tests" / "fixtures" / "teacher_outputs" / "qwen2.5-coder-1.5b-instruct.jsonl"
 SAMPLES = 8

@@ -20,7 +20,7 @@ from pathlib import Path
 from synthesis_quality import identified_run, noisy_config
 
 from sws import tokens, ui
-from sws.artifacts import read_manifest
+from sws.manifests import read_manifest
 from sws.run_dir import RunDir
 from sws.stages import synthesize
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from sws.grading import GradingPool
-from sws.stages.prepare import DATA_DIR
+from sws.records import DATA_DIR
 
 MATH_TRAIN = DATA_DIR / "math_train.json"
 N_ANSWERS = 300

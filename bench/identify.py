@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sws.artifacts import write_table
 from sws.config import IdentifyConfig, PipelineConfig
 from sws.stages import identify
+from sws.tables import write_table
 
 CATEGORIES = ("algebra", "counting_probability", "geometry", "intermediate_algebra", "number_theory",
               "prealgebra", "precalculus")

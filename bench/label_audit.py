@@ -21,11 +21,11 @@ import polars as pl
 from synthesis_quality import identified_run, noisy_config, precision_recall
 
 from sws import ui
-from sws.artifacts import read_parquet, read_table, rejected_path
 from sws.config import EngineConfig, PipelineConfig
 from sws.grading import equivalent
 from sws.stages import filter as filter_stage
 from sws.stages import synthesize
+from sws.tables import read_parquet, read_table, rejected_path
 from sws.worlds.arith import solve
 
 LABELER_ERROR = 0.15

@@ -27,12 +27,12 @@ from rich.console import Console
 from rich.table import Table
 
 from sws import ui
-from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig, load_config
 from sws.llm_calls import request_seed, role_request, shared_engines
 from sws.presets import PRESET_DIR
 from sws.stages import filter as filter_stage
 from sws.stages import identify, synthesize
+from sws.tables import read_table, write_table
 from sws.worlds.arith import generate_problems
 
 PIPELINE = PRESET_DIR / "demo.yaml"

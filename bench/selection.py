@@ -95,8 +95,8 @@ def whole_stage(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int])
     import tempfile
     from pathlib import Path
 
-    from sws.artifacts import read_table, write_table
     from sws.config import PipelineConfig
+    from sws.tables import read_table, write_table
 
     stage.embed_texts = lambda texts, embedder, run_dir: embed_weak(texts)
     stage.embed_in_chunks = lambda texts, embedder, cache_dir, chunk_size: embed_pool_in_chunks(texts)

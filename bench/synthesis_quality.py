@@ -18,9 +18,9 @@ from pathlib import Path
 import polars as pl
 
 from sws import ui
-from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.stages import synthesize
+from sws.tables import read_parquet, read_table, rejected_path, write_table
 from sws.worlds.arith import DEFECT_KINDS, generate_problems, solve
 
 NOISE = {kind: 0.08 for kind in DEFECT_KINDS}

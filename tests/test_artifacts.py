@@ -5,23 +5,22 @@ import signal
 import polars as pl
 import pytest
 
-from sws.artifacts import (
+from sws.atomic_files import atomic_write
+from sws.errors import UserError
+from sws.manifests import StageResult, read_manifest
+from sws.run_dir import RunDir
+from sws.runner import commit_stage
+from sws.tables import (
     SCHEMAS,
-    StageResult,
-    atomic_write,
     check_schema,
     empty_table,
-    read_manifest,
     read_parquet,
     read_table,
     rejected_path,
-    run_stage,
     table_path,
     write_rejected,
     write_table,
 )
-from sws.errors import UserError
-from sws.run_dir import RunDir
 
 
 def problems(n: int = 2) -> pl.DataFrame:
@@ -126,7 +125,7 @@ class CountingStage:
         return StageResult("copy", rows={"output": 1}, info={"runs": self.runs})
 
     def run(self, config=None, force=False) -> StageResult:
-        return run_stage(self.run_dir, "copy", config=config or {"x": 1}, inputs=[self.input],
+        return commit_stage(self.run_dir, "copy", config=config or {"x": 1}, inputs=[self.input],
                          outputs=[self.output], body=self.body, force=force)
 
 
@@ -175,7 +174,7 @@ def test_a_failing_stage_writes_no_manifest(tmp_path):
         raise UserError("bad input")
 
     with pytest.raises(UserError):
-        run_stage(tmp_path, "broken", config={}, inputs=[], outputs=[tmp_path / "out"], body=broken)
+        commit_stage(tmp_path, "broken", config={}, inputs=[], outputs=[tmp_path / "out"], body=broken)
     assert read_manifest(tmp_path, "broken") is None
 
 
@@ -206,7 +205,7 @@ class TableStage:
         return StageResult("tables")
 
     def run(self, force=False, during=None) -> StageResult:
-        return run_stage(self.run_dir, "tables", config={}, inputs=[], outputs=self.outputs,
+        return commit_stage(self.run_dir, "tables", config={}, inputs=[], outputs=self.outputs,
                          body=lambda: self.body(during), force=force)
 
 
@@ -286,7 +285,7 @@ def test_artifacts_are_written_with_the_process_umask(tmp_path, umask):
 
 
 def test_ctrl_c_inside_a_deferred_block_arrives_when_it_ends():
-    from sws.artifacts import interrupts_deferred
+    from sws.atomic_files import interrupts_deferred
 
     done = []
     with pytest.raises(KeyboardInterrupt):

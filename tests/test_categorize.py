@@ -9,7 +9,6 @@ from _openai_server import MODEL, serving
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_manifest, read_table
 from sws.categorize import (
     END_MARKER,
     NO_DOMAIN,
@@ -28,8 +27,10 @@ from sws.cli import app
 from sws.config import PipelineConfig, PrepareConfig
 from sws.engines import Completion
 from sws.errors import UserError
+from sws.manifests import read_manifest
+from sws.records import DATA_DIR
 from sws.stages import prepare
-from sws.stages.prepare import DATA_DIR
+from sws.tables import read_table
 from sws.worlds.math.world import MATH_SUBJECTS, MathWorld
 
 SUBJECTS = list(MATH_SUBJECTS)

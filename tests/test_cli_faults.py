@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sws.stages.prepare import DATA_DIR
+from sws.records import DATA_DIR
 
 SWS = Path(sys.executable).parent / "sws"
 SMALL = DATA_DIR / "math500.json"

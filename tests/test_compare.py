@@ -7,7 +7,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from sws import compare
-from sws.artifacts import write_json
+from sws.atomic_files import write_json
 from sws.cli import app
 from sws.config import PipelineConfig, save_run_config
 from sws.errors import UserError

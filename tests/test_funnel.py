@@ -1,10 +1,11 @@
 import pytest
 
-from sws.artifacts import StageResult, run_stage
 from sws.engines import Completion
 from sws.errors import UserError
 from sws.funnel import FunnelRow, funnel_row, read_funnel
+from sws.manifests import StageResult
 from sws.run_dir import RunDir
+from sws.runner import commit_stage
 
 
 def step_with_funnel(run_dir, funnel) -> None:
@@ -14,7 +15,7 @@ def step_with_funnel(run_dir, funnel) -> None:
         output.write_text("x")
         return StageResult("generate", info={"funnel": funnel})
 
-    run_stage(run_dir, "generate", config={}, inputs=[], outputs=[output], body=body)
+    commit_stage(run_dir, "generate", config={}, inputs=[], outputs=[output], body=body)
 
 
 @pytest.mark.parametrize("row", [

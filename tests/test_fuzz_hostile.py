@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sws.cli import app
+from sws.records import DATA_DIR
 from sws.run_dir import RunDir
-from sws.stages.prepare import DATA_DIR
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 SEED_FILE = DATA_DIR / "math500.json"

@@ -18,9 +18,9 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from sws import config
-from sws.artifacts import table_path, write_table
 from sws.cli import app
 from sws.presets import PRESET_DIR
+from sws.tables import table_path, write_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = 60

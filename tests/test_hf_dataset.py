@@ -8,9 +8,11 @@ import yaml
 from typer.testing import CliRunner
 
 from sws import hf_dataset
-from sws.artifacts import StageResult, run_stage, write_rejected, write_table
 from sws.cli import app
 from sws.config import EngineConfig, PipelineConfig
+from sws.manifests import StageResult
+from sws.runner import commit_stage
+from sws.tables import write_rejected, write_table
 
 
 @pytest.fixture
@@ -26,7 +28,7 @@ def run_dir(tmp_path: Path) -> Path:
     write_rejected(run, "synthetic", pl.DataFrame({
         "problem": ["What is 2+2?"], "reject_reason": ["near_duplicate"],
         "reject_detail": ["reference:/data/bench.jsonl"]}))
-    run_stage(run, "label", config={}, inputs=[], outputs=[], body=lambda: StageResult("label", info={"funnel": {
+    commit_stage(run, "label", config={}, inputs=[], outputs=[], body=lambda: StageResult("label", info={"funnel": {
         "step": "label", "in": 3, "kept": 1, "rejected": {"low_consistency": 2}}}))
     return run
 

@@ -7,7 +7,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from sws import pipeline
-from sws.artifacts import write_json
+from sws.atomic_files import write_json
 from sws.cli import app
 from sws.config import PipelineConfig, load_config
 from sws.errors import UserError
@@ -169,7 +169,7 @@ def test_the_rounds_option_sets_rounds_n(tmp_path: Path, monkeypatch: pytest.Mon
 def test_the_rounds_table_prints_each_rounds_statuses(tmp_path: Path) -> None:
     import polars as pl
 
-    from sws.artifacts import write_table
+    from sws.tables import write_table
 
     write_table(tmp_path, "rounds_summary", pl.DataFrame({
         "round": [1, 2], "n_weak": [10, 6], "n_new": [10, 2], "n_persisting": [0, 4], "n_resolved": [0, 6],

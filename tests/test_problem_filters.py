@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sws.problem_filters import prefilter_reason, token_count
-from sws.stages.prepare import DATA_DIR as DATA
+from sws.records import DATA_DIR as DATA
 
 
 def reason(problem: str | None) -> str | None:

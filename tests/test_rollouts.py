@@ -4,7 +4,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sws.artifacts import SCHEMAS
 from sws.errors import UserError
 from sws.rollouts import (
     PromptMatcher,
@@ -14,6 +13,7 @@ from sws.rollouts import (
     row_positions,
     seed_positions,
 )
+from sws.tables import SCHEMAS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DUMPS = FIXTURES / "verl_dumps"

@@ -8,9 +8,9 @@ import polars as pl
 from typer.testing import CliRunner
 
 from sws import cli
-from sws.artifacts import SCHEMAS, read_table, write_table
 from sws.runner import StageContext, StageOutput
 from sws.stage import STAGE_MODULES, Option, Stage, all_stages, producer_of, run_stages, synthesis_steps
+from sws.tables import SCHEMAS, read_table, write_table
 
 
 def test_every_stage_is_named_as_its_module_and_declares_tables_with_schemas() -> None:

@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 
 from sws import runner
-from sws.artifacts import read_table, write_table
 from sws.config import PipelineConfig
 from sws.engines import Completion, Engine, Request
 from sws.errors import UserError
 from sws.stages import filter as filter_stage
 from sws.stages import identify, prepare, synthesize
+from sws.tables import read_table, write_table
 from sws.world import World, get_world, register_world, world_names
 from sws.worlds.math.verifier import MathVerifier
 

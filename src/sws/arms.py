@@ -3,7 +3,7 @@
 An `Arm` names the table it trains on, the arm whose policy it starts from (None: `train.init_model`, or the
 policy the world builds), how many steps it trains, whether the config asks for it, its rollout log, the arms it
 trains side by side with, and how the report and `sws compare` name it. Everything about arms reads `ARMS`: the
-schemas of each arm's curve and rollout log (`sws.artifacts`), the training stages (`train_<arm>`, `sws train
+schemas of each arm's curve and rollout log (`sws.tables`), the training stages (`train_<arm>`, `sws train
 <arm>`, `sws run`), the checkpoints `sws eval` evaluates, the held-out rule (no held-out problem is one any arm
 trains on), the report, `sws compare` and the run's headline. Adding an arm is one entry in `ARMS`, plus the stage
 that builds its training set when that set is new.

@@ -27,7 +27,7 @@ from pydantic import (
 from sws import safe_yaml
 from sws.arms import CHECKPOINTS
 from sws.arms import NAMES as ARM_NAMES
-from sws.artifacts import write_text
+from sws.atomic_files import write_text
 from sws.errors import UserError
 from sws.presets import pipeline_file, preset_names
 from sws.run_dir import RunDir

@@ -16,10 +16,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sws.artifacts import read_records
+from sws import held_out
 from sws.config import PipelineConfig
 from sws.embeddings import embed_texts
 from sws.errors import UserError
+from sws.records import PRESETS, load_preset_benchmark
+from sws.tables import read_records
 
 PROBLEM_FIELDS = ("problem", "question")
 CLOSEST_PAIRS = 10
@@ -39,9 +41,6 @@ def read_reference_problems(path: Path) -> list[str]:
 
 def benchmark_problems(cfg: PipelineConfig) -> list[tuple[str, str]]:
     """`(source, problem)` of every benchmark problem a generated one must not come close to, each text once."""
-    from sws import held_out
-    from sws.stages.prepare import PRESETS, load_preset_benchmark
-
     found: dict[str, str] = {}
     for reference in cfg.synthesize.reference_files:
         for text in read_reference_problems(Path(reference)):

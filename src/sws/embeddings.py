@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sws.artifacts import atomic_write, write_parquet
+from sws.atomic_files import atomic_write, write_parquet
 from sws.config import EmbedderConfig
 from sws.errors import UserError
 from sws.run_dir import RunDir

@@ -24,9 +24,9 @@ import polars as pl
 from rich.table import Table
 
 from sws import tokens
-from sws.artifacts import read_manifest
 from sws.engines.base import Completion
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.run_dir import RunDir
 
 # A run's manifests: its folder, or a reader of a stage's manifest by the stage's name.

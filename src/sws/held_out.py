@@ -12,10 +12,11 @@ from pathlib import Path
 
 import polars as pl
 
-from sws.artifacts import read_records
 from sws.config import BenchmarkConfig, PipelineConfig, PrepareConfig
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
+from sws.records import detect_preset, normalize_records
+from sws.tables import read_records
 
 # The MATH training split is a seed set; evaluating on it measures training, not generalisation.
 TRAINING_SPLITS = ("math",)
@@ -45,8 +46,6 @@ def check_settings(cfg: PipelineConfig, source: Path | str) -> None:
 
 def read_benchmark_file(entry: BenchmarkConfig) -> pl.DataFrame:
     """A benchmark file normalised as `sws prepare` does (a shipped file's preset guessed from its name)."""
-    from sws.stages.prepare import detect_preset, normalize_records
-
     path = Path(entry.file or "")
     records = read_records(path)
     fields = PrepareConfig(problem_field=entry.problem_field, answer_field=entry.answer_field)

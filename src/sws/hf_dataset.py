@@ -19,19 +19,13 @@ import polars as pl
 import yaml
 
 from sws import __version__, ui
-from sws.artifacts import (
-    config_hash,
-    read_manifest,
-    read_parquet,
-    rejected_path,
-    table_path,
-    write_parquet,
-    write_text,
-)
+from sws.atomic_files import write_parquet, write_text
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.funnel import FunnelRow, read_funnel
+from sws.manifests import config_hash, read_manifest
 from sws.stage import synthesis_steps
+from sws.tables import read_parquet, rejected_path, table_path
 
 # config name -> the run's table, in the order the card lists them; the first present one is the default.
 CONFIG_TABLES = {"augmented": "augmented", "synthetic": "filtered", "selected": "selected"}

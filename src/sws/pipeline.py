@@ -20,12 +20,12 @@ from rich.console import Console
 from rich.table import Table
 
 from sws import arms, preflight, runner, ui
-from sws.artifacts import read_table
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
 from sws.stage import Stage, get_stage, run_stages, synthesis_steps
 from sws.stages import eval as eval_stage
 from sws.stages import rounds
+from sws.tables import read_table
 from sws.world import PipelineStep, get_world
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sws.artifacts import atomic_write
+from sws.atomic_files import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

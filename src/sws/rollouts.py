@@ -29,8 +29,8 @@ from typing import Any
 
 import polars as pl
 
-from sws.artifacts import SCHEMAS, read_records
 from sws.errors import UserError
+from sws.tables import SCHEMAS, read_records
 from sws.verifier import normalize_answer
 
 # verl rewards are 0/1, -1/1, or 1 plus small format bonuses; above one half means the answer was right.

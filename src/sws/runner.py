@@ -29,38 +29,37 @@ from typing import Any
 import polars as pl
 
 from sws import tokens, ui
-from sws.artifacts import (
-    StageResult,
-    _absolute,
-    _OutputSet,
-    _remove_leftover_temporaries,
-    _remove_manifest,
-    _restore_if_untouched,
-    _running,
+from sws.atomic_files import (
+    OutputSet,
+    absolute,
     atomic_write,
-    config_hash,
-    current_manifest,
-    fingerprint,
-    fingerprints,
     interrupts_deferred,
-    package_versions,
-    read_manifest,
-    read_parquet,
-    read_table,
-    round_name,
-    skipped_result,
-    stale_reason,
+    remove_leftover_temporaries,
+    running_stages,
     write_json,
     write_parquet,
-    write_table,
 )
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.executors import Executor, executor_for
 from sws.funnel import FunnelRow, funnel_row
+from sws.manifests import (
+    StageResult,
+    config_hash,
+    current_manifest,
+    fingerprint,
+    fingerprints,
+    package_versions,
+    read_manifest,
+    remove_manifest,
+    restore_if_untouched,
+    skipped_result,
+    stale_reason,
+)
 from sws.run_dir import RunDir
 from sws.stage import Stage
+from sws.tables import read_parquet, read_table, round_name, write_table
 from sws.world import World, get_world
 
 # The tables each adaptive round writes anew (the others, such as `problems`, are the run's).
@@ -286,11 +285,11 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
         ui.info(f"{stage}: {reason}; running it again")
     if previous is None and (read_manifest(run_dir, stage, partial=True) or {}).get("partial"):
         ui.info(f"{stage}: stopped at a spending cap before; continuing from its finished shards")
-    _remove_manifest(run_dir, stage)
-    _remove_leftover_temporaries(outputs)
+    remove_manifest(run_dir, stage)
+    remove_leftover_temporaries(outputs)
     started = time.perf_counter()
-    declared = _OutputSet({_absolute(p) for p in outputs if not Path(p).is_dir()})
-    _running.append(declared)
+    declared = OutputSet({absolute(p) for p in outputs if not Path(p).is_dir()})
+    running_stages.append(declared)
     try:
         with tokens.ledger() as used_tokens:
             result = body()
@@ -306,10 +305,10 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     except BaseException:
         with interrupts_deferred():
             declared.discard()
-            _restore_if_untouched(run_dir, stage, previous, outputs)
+            restore_if_untouched(run_dir, stage, previous, outputs)
         raise
     finally:
-        _running.pop()
+        running_stages.pop()
     with interrupts_deferred():
         declared.commit()
     missing = [str(p) for p in outputs if not Path(p).exists()]

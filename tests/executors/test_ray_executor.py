@@ -26,7 +26,6 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.executors import executor_for
@@ -34,6 +33,7 @@ from sws.executors.shards import shards_dir
 from sws.grading import grade_answer_pairs
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
+from sws.tables import read_parquet, read_table, rejected_path
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 import yaml
 
-from sws.artifacts import write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Engine, Request
 from sws.run_dir import RunDir
+from sws.tables import write_table
 from sws.worlds.arith import generate_problems
 from sws.worlds.arith.world import ORACLE
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 from _synthesis_run import ScriptedEngine, use_engines, write_identified_run
 
-from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig
 from sws.stages import filter as filter_stage
+from sws.tables import read_parquet, read_table, rejected_path, write_table
 from sws.worlds.arith import solve
 from sws.worlds.arith.families import FAMILY_BY_NAME, sample_problem
 

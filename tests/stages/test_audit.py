@@ -8,10 +8,10 @@ from _synthesis_run import ScriptedEngine, scripted_role, use_engines
 from word_world import RULES, canonical, problem_text
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import EngineConfig, PipelineConfig
 from sws.errors import UserError
 from sws.stages import audit, score, synthesize
+from sws.tables import read_parquet, read_table, rejected_path, write_table
 
 NO_ANSWER = "I cannot finish this."
 

@@ -8,12 +8,12 @@ import pytest
 from _synthesis_run import use_hashed_embeddings, write_identified_run
 
 from sws import runner
-from sws.artifacts import read_table, table_path, write_table
 from sws.concept_sampling import SampledSet
 from sws.config import PipelineConfig
 from sws.embeddings import cache_path
 from sws.errors import UserError
 from sws.stages import combine
+from sws.tables import read_table, table_path, write_table
 
 
 def write_concepts(run_dir: Path, rows: list[tuple[str, str, list[str]]]) -> None:

@@ -9,11 +9,11 @@ from _synthesis_run import noisy_pipeline_file, use_hashed_embeddings, write_ide
 from typer.testing import CliRunner
 
 from sws import tokens
-from sws.artifacts import read_manifest
 from sws.cli import app
 from sws.config import PipelineConfig, Price
 from sws.engines.cache import request_key
 from sws.llm_calls import shared_engines
+from sws.manifests import read_manifest
 from sws.run_dir import RunDir
 from sws.stages import synthesize
 from sws.stages.estimate import pilot_sets, projection_table

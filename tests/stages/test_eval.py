@@ -8,11 +8,12 @@ from _synthesis_run import ScriptedEngine, fake_checkpoint, use_engines, write_e
 from word_world import seed_rows, true_answer
 
 from sws import runner
-from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.run_dir import RunDir
 from sws.stages import eval as eval_stage
+from sws.tables import read_table, write_table
 from sws.worlds.arith import generate_problems
 from sws.worlds.arith.settings import ArithSettings
 

@@ -5,10 +5,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.stages import export
+from sws.tables import write_table
 from sws.worlds.math.world import INSTRUCTION
 
 

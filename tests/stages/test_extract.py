@@ -7,10 +7,10 @@ import pytest
 from _synthesis_run import ScriptedEngine, scripted_role, use_engines, write_identified_run
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path, table_path
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import extract
+from sws.tables import read_parquet, read_table, rejected_path, table_path
 from sws.worlds.arith import solve
 
 

@@ -11,11 +11,12 @@ import yaml
 from _synthesis_run import ScriptedEngine, use_engines, write_labeled
 from word_world import problem_text, true_answer
 
-from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.stages import filter as stage
 from sws.stages import score
+from sws.tables import read_parquet, read_table, rejected_path, write_table
 from sws.worlds.arith import build_policy
 
 SWS = str(Path(sys.executable).parent / "sws")

@@ -14,12 +14,12 @@ from _synthesis_run import (
 )
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.prompts import load_template
+from sws.records import DATA_DIR
 from sws.stages import generate
-from sws.stages.prepare import DATA_DIR
+from sws.tables import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.worlds.arith import solve
 
 PREFILTERED_KINDS = {"multi_part", "multiple_choice", "proof", "true_false", "answer_leak"}

@@ -6,12 +6,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_manifest, read_table, table_path, write_parquet, write_table
+from sws.atomic_files import write_parquet
 from sws.cli import app
 from sws.config import IdentifyConfig, PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.run_dir import RunDir
 from sws.stages import identify
+from sws.tables import read_table, table_path, write_table
 
 
 def problems_table(categories: dict[str, str]) -> pl.DataFrame:

@@ -5,11 +5,11 @@ import pytest
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_table, table_path, write_table
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import ingest
+from sws.tables import read_table, table_path, write_table
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -8,10 +8,10 @@ from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, u
 from word_world import WordEngine, canonical, problem_text
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.stages import label
+from sws.tables import read_parquet, read_table, rejected_path, table_path, write_table
 from sws.worlds.arith import generate_problems, solve
 
 NO_ANSWER = "I am not sure how to finish this."

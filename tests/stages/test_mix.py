@@ -4,10 +4,11 @@ import polars as pl
 import pytest
 
 from sws import runner
-from sws.artifacts import read_manifest, read_table, rejected_path, table_path, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.stages import mix
+from sws.tables import read_table, rejected_path, table_path, write_table
 
 
 def seed_problems() -> pl.DataFrame:

@@ -6,13 +6,13 @@ import pytest
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import SCHEMAS, read_table, rejected_path, table_path
 from sws.cli import app
 from sws.config import PipelineConfig, PrepareConfig
+from sws.records import canonical_categories, content_id, load_preset_benchmark
 from sws.run_dir import RunDir
 from sws.stages import prepare
 from sws.stages.prepare import DATA_DIR as DATA
-from sws.stages.prepare import canonical_categories, content_id, load_preset_benchmark
+from sws.tables import SCHEMAS, read_table, rejected_path, table_path
 from sws.worlds.math.world import MATH_SUBJECTS
 
 

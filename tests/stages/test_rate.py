@@ -8,10 +8,10 @@ import pytest
 from _synthesis_run import ScriptedEngine, noisy_oracle_config, scripted_role, use_engines
 
 from sws import runner
-from sws.artifacts import read_parquet, read_table, rejected_path, write_table
 from sws.config import PipelineConfig, parse_config
 from sws.errors import UserError
 from sws.stages import rate
+from sws.tables import read_parquet, read_table, rejected_path, write_table
 from sws.worlds.arith import solve
 
 PROBLEMS = ["Compute 12*13.", "Compute 14*15.", "Compute 16*17.", "Compute 18*19.", "Compute 21*22.",

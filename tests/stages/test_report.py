@@ -7,28 +7,23 @@ import polars as pl
 import pytest
 
 from sws import runner
-from sws.artifacts import (
-    SCHEMAS,
-    StageResult,
-    environment,
-    run_stage,
-    write_json,
-    write_rejected,
-    write_table,
-)
+from sws.atomic_files import write_json
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import funnel_row
+from sws.manifests import StageResult, environment
 from sws.run_dir import RunDir
+from sws.runner import commit_stage
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
 from sws.stages import report
+from sws.tables import SCHEMAS, write_rejected, write_table
 
 CATEGORIES = ["addition", "remainders"]
 
 
 def write_funnel(run_dir: Path, step: str, rows_in: int, kept: int, reasons: list[str]) -> None:
     row = funnel_row(step, rows_in, kept, reasons)
-    run_stage(run_dir, step, config={}, inputs=[], outputs=[],
+    commit_stage(run_dir, step, config={}, inputs=[], outputs=[],
               body=lambda: StageResult(step, info={"funnel": row.as_info()}))
 
 
@@ -214,7 +209,7 @@ def test_benchmarks_section_gives_each_benchmarks_k_the_average_and_held_out_ove
 def test_contamination_section_lists_the_closest_pairs_from_generate(tmp_path: Path) -> None:
     pairs = [{"problem": f"Generated {i}", "benchmark": "math500", "benchmark_problem": f"Benchmark {i}",
               "similarity": 0.9 - i / 100} for i in range(10)]
-    run_stage(tmp_path, "generate", config={}, inputs=[], outputs=[],
+    commit_stage(tmp_path, "generate", config={}, inputs=[], outputs=[],
               body=lambda: StageResult("generate", info={"closest_benchmark_pairs": pairs}))
 
     section = report.contamination_section(report.Page(runner.context(report.STAGE, PipelineConfig(), tmp_path)))
@@ -236,7 +231,7 @@ def test_the_audit_and_the_tokens_of_each_step_are_reported(tmp_path: Path) -> N
             tokens.record(role, [completions])
             return StageResult(step, info=info)
 
-        run_stage(tmp_path, step, config={}, inputs=[], outputs=[], body=body)
+        commit_stage(tmp_path, step, config={}, inputs=[], outputs=[], body=body)
 
     model_step("label", "labeler", [Completion("a", 100, prompt_tokens=1000), Completion("b", 100)], {})
     model_step("audit", "auditor", [Completion("c", 50, prompt_tokens=500)], {

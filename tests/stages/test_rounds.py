@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 
 from sws import runner
-from sws.artifacts import read_table, write_table
 from sws.config import IdentifyConfig, PipelineConfig, parse_config
 from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.stages import rounds
+from sws.tables import read_table, write_table
 
 
 def weakness(rows: list[tuple[str, int, bool]]) -> pl.DataFrame:
@@ -188,7 +188,7 @@ def test_a_self_evolving_round_measures_how_the_policy_rates_its_own_problems(tm
 
 
 def test_the_ledger_reads_each_round_from_its_folder_and_needs_every_rounds_weakness(tmp_path: Path) -> None:
-    from sws.artifacts import write_json
+    from sws.atomic_files import write_json
 
     cfg = parse_config({"rounds": 3}, "test")
     second = RunDir(tmp_path).round(2)

@@ -7,7 +7,6 @@ from _synthesis_run import write_identified_run
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_table, rejected_path, table_path, write_table
 from sws.budget import largest_remainder
 from sws.cli import app
 from sws.config import PipelineConfig
@@ -16,6 +15,7 @@ from sws.run_dir import RunDir
 from sws.stage import all_stages
 from sws.stages import mix
 from sws.stages import select as stage
+from sws.tables import read_table, rejected_path, table_path, write_table
 from sws.world import get_world
 from sws.worlds.arith import generate_problems
 

@@ -11,12 +11,13 @@ from _openai_server import MODEL, serving
 from _synthesis_run import noisy_pipeline_file, write_identified_run
 from typer.testing import CliRunner
 
-from sws.artifacts import read_manifest, read_parquet, read_table, rejected_path, table_path
 from sws.cli import app
 from sws.config import EngineConfig, PipelineConfig, Price
 from sws.errors import UserError
 from sws.funnel import read_budget_spending, read_funnel, token_usage
+from sws.manifests import read_manifest
 from sws.stages import synthesize
+from sws.tables import read_parquet, read_table, rejected_path, table_path
 from sws.worlds.arith import solve
 from sws.worlds.arith.world import ORACLE
 

@@ -13,10 +13,11 @@ from word_world import seed_rows
 
 from sws import runner
 from sws.arms import arm
-from sws.artifacts import read_manifest, read_table, write_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.stages import train as stage
+from sws.tables import read_table, write_table
 from sws.training.rewards import RewardBatch, register_reward
 from sws.worlds.arith import build_policy, generate_problems
 

@@ -2,7 +2,7 @@ import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sws.artifacts import SCHEMAS
+from sws.tables import SCHEMAS
 from sws.training.rollout_log import RolloutLog
 
 
@@ -97,7 +97,7 @@ def test_killed_and_resumed_runs_log_every_step_exactly_once(
 
 
 def test_dropped_groups_are_counted_per_step_and_old_shards_kept_every_group(tmp_path):
-    from sws.artifacts import write_parquet
+    from sws.atomic_files import write_parquet
     from sws.training.rollout_log import dropped_per_step
 
     log = RolloutLog(tmp_path / "rollouts")

@@ -11,11 +11,11 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import PipelineConfig, TrainConfig
 from sws.errors import UserError
 from sws.stages.train import side_by_side
+from sws.tables import write_table
 from sws.training import TrainJob
 from sws.training.rewards import correct
 from sws.training.trl import grpo_config

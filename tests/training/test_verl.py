@@ -11,11 +11,12 @@ import yaml
 from typer.testing import CliRunner
 
 from sws import runner
-from sws.artifacts import read_manifest, read_table, table_path, write_table
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import read_manifest
 from sws.stages import train as stage
+from sws.tables import read_table, table_path, write_table
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

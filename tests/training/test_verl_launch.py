@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import load_config
 from sws.errors import UserError
 from sws.presets import PRESET_DIR
+from sws.tables import write_table
 from sws.training import TrainJob
 from sws.training.rewards import correct
 from sws.training.verl_launch import MANAGED_KEYS, VerlLayout, verl_overrides, write_launch

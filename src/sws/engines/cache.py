@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from sws import ui
-from sws.artifacts import fingerprint
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request, is_count
 from sws.errors import UserError
+from sws.manifests import fingerprint
 
 # Engine options that change speed, memory or transport, never the text a model returns.
 RUNTIME_OPTIONS = frozenset({

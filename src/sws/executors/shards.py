@@ -22,10 +22,11 @@ from typing import Any
 
 import polars as pl
 
-from sws.artifacts import read_parquet, write_parquet, write_text
+from sws.atomic_files import write_parquet, write_text
 from sws.engines.base import Completion, Request
 from sws.engines.cache import request_key
 from sws.run_dir import RunDir
+from sws.tables import read_parquet
 
 COMPLETION_SCHEMA = {"index": pl.Int64, "texts": pl.List(pl.Utf8), "tokens": pl.List(pl.Int64),
                      "finish_reasons": pl.List(pl.Utf8), "prompt_tokens": pl.List(pl.Int64)}

@@ -19,11 +19,12 @@ from pathlib import Path
 import polars as pl
 
 from sws import runner
-from sws.artifacts import STR, StageResult, empty_table, round_name
 from sws.config import PipelineConfig
+from sws.manifests import StageResult
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.stages import audit, generate, label, rate
+from sws.tables import STR, empty_table, round_name
 
 STEP = "request"
 REQUEST_COLUMNS = {"direction": STR, "source_syn_id": STR, "source_problem": STR}

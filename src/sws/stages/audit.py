@@ -23,7 +23,6 @@ from typing import Any
 import polars as pl
 
 from sws import ui
-from sws.artifacts import BOOL, FLOAT, STR, STR_LIST
 from sws.config import PipelineConfig, require_roles
 from sws.grading import GradingPool, grade_many, group_answers
 from sws.llm_calls import request_seed, role_request
@@ -32,6 +31,7 @@ from sws.prompts import load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.stages.label import sample_answer
+from sws.tables import BOOL, FLOAT, STR, STR_LIST
 
 STEP = "audit"
 REASON = "audit_disagrees"

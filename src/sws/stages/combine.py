@@ -25,7 +25,6 @@ import numpy as np
 import polars as pl
 
 from sws import ui
-from sws.artifacts import empty_table
 from sws.budget import largest_remainder
 from sws.concept_sampling import SampledSet, SamplerSettings, build_graph, sample_concept_sets
 from sws.config import PipelineConfig
@@ -35,6 +34,7 @@ from sws.funnel import funnel_row
 from sws.llm_calls import request_seed
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import empty_table
 
 STEP = "combine"
 

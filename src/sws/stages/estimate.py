@@ -20,14 +20,15 @@ from typing import Any
 import polars as pl
 
 from sws import runner, tokens, ui
-from sws.artifacts import StageResult, write_json
+from sws.atomic_files import write_json
 from sws.budget import largest_remainder
 from sws.config import PipelineConfig
 from sws.funnel import dataframe_table
 from sws.llm_calls import shared_engines
+from sws.manifests import StageResult
 from sws.run_dir import PILOT_MARKER, RunDir
 from sws.runner import StageContext, StageOutput
-from sws.stage import Stage
+from sws.stage import Stage, synthesis_steps
 from sws.stages import combine, extract
 from sws.stages.rounds import link_checkpoint
 
@@ -79,10 +80,8 @@ def prepare_pilot(run_dir: Path) -> Path:
 
 def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool = False) -> dict[str, Any]:
     """Run the pilot in `RunDir(run_dir).estimate`; its projection for the whole budget (see the module)."""
-    from sws.stages import synthesize
-
     pilot = prepare_pilot(run_dir)
-    declared = {**synthesize.declared_steps(), combine.STEP: SAMPLE}
+    declared = {**{stage.name: stage for stage in synthesis_steps()}, combine.STEP: SAMPLE}
     with shared_engines():
         results = {step: runner.run(declared[step], cfg, pilot, force) for step in steps}
     sampled = results.get(combine.STEP)

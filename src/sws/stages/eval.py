@@ -27,16 +27,19 @@ import polars as pl
 
 from sws import arms, held_out, runner, ui
 from sws.arms import CHECKPOINTS
-from sws.artifacts import INT, StageResult, empty_table, environment, json_text
+from sws.atomic_files import json_text
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.executors import Executor
 from sws.grading import graded_count
 from sws.llm_calls import shared_engines
+from sws.manifests import StageResult, environment
 from sws.policy import Sampling, sample_and_grade
+from sws.records import PRESETS, load_preset_benchmark
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import INT, empty_table
 from sws.world import get_world
 
 STEP = "eval"
@@ -145,7 +148,6 @@ def present_checkpoints(cfg: PipelineConfig, run: RunDir) -> dict[str, Path]:
 
 def benchmark_set(name: str, world: str) -> pl.DataFrame:
     """A math benchmark shipped in data/ (MATH-500, AIME 24/25, GSM8K), normalised like `sws prepare` does."""
-    from sws.stages.prepare import PRESETS, load_preset_benchmark
 
     if name not in PRESETS:
         raise UserError(f"eval.benchmarks: '{name}' is neither a held-out set of world '{world}' nor a shipped "

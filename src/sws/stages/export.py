@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sws import runner, ui
-from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import StageResult
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage

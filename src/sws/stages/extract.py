@@ -10,7 +10,6 @@ from __future__ import annotations
 import polars as pl
 
 from sws import text_hygiene, ui
-from sws.artifacts import STR, empty_table
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.llm_calls import request_seed, role_request
@@ -18,6 +17,7 @@ from sws.parsing import parse_concepts
 from sws.prompts import PromptTemplate, load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import STR, empty_table
 
 STEP = "extract"
 REJECTED_SCHEMA = {"problem_id": STR, "category": STR, "problem": STR, "raw": STR, "reject_reason": STR}

@@ -22,9 +22,9 @@ from pathlib import Path
 import polars as pl
 
 from sws import runner, ui
-from sws.artifacts import INT, StageResult, round_name
 from sws.config import PipelineConfig, require_roles
 from sws.llm_calls import shared_engines
+from sws.manifests import StageResult
 from sws.plots import new_figure, save_figure
 from sws.policy import policy_role
 from sws.run_dir import RunDir
@@ -32,6 +32,7 @@ from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.stages import adapt, score
 from sws.stages.score import BAND_TOLERANCE
+from sws.tables import INT, round_name
 
 STAGE = "filter"
 PLOT_NAME = "filter_accuracy.png"

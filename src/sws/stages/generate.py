@@ -26,17 +26,18 @@ from pathlib import Path
 import polars as pl
 
 from sws import ui
-from sws.artifacts import STR, config_hash, empty_table, round_name
 from sws.config import PipelineConfig
 from sws.decontamination import benchmark_problems, closest_pairs, nearest_benchmarks
 from sws.engines.base import Completion
 from sws.llm_calls import request_seed, role_request
+from sws.manifests import config_hash
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem_and_end
 from sws.problem_filters import prefilter_reason
 from sws.prompts import PromptTemplate, load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import STR, empty_table, round_name
 
 STEP = "generate"
 # A near-duplicate of a benchmark problem is `contaminated`, not `near_duplicate`.

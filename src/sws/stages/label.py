@@ -27,7 +27,6 @@ from pathlib import Path
 import polars as pl
 
 from sws import text_hygiene, ui
-from sws.artifacts import FLOAT, STR, STR_LIST
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Completion, Request
 from sws.engines.fanout import fan_out
@@ -40,6 +39,7 @@ from sws.prompts import PromptTemplate, load_template
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import FLOAT, STR, STR_LIST
 from sws.verifier import Verifier
 from sws.world import get_world
 

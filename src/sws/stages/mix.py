@@ -14,13 +14,13 @@ from __future__ import annotations
 import polars as pl
 
 from sws import ui
-from sws.artifacts import SCHEMAS
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.funnel import funnel_row
 from sws.near_duplicates import problem_key
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage, producer_of
+from sws.tables import SCHEMAS
 
 STEP = "mix"
 SELECTED_STEP = "mix_selected"

@@ -17,7 +17,6 @@ import json
 import polars as pl
 
 from sws import ui
-from sws.artifacts import FLOAT, INT, STR
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
@@ -27,6 +26,7 @@ from sws.parsing import VERDICTS, Judgement, parse_judgement
 from sws.prompts import load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.tables import FLOAT, INT, STR
 
 STEP = "rate"
 UNPARSED = "unparsed"

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from sws import arms, ui
-from sws.artifacts import environment, round_name
 from sws.config import EngineConfig, PipelineConfig
 from sws.funnel import FunnelRow, per_kept_problem, read_budget_spending, read_funnel, token_usage
+from sws.manifests import environment
 from sws.plots import bar_chart, line_chart, new_figure
 from sws.run_dir import RunDir, in_round
 from sws.runner import REJECTED, StageContext, StageOutput
@@ -36,6 +36,7 @@ from sws.stage import Stage, all_stages, producer_of
 from sws.stages import audit, combine, generate, score
 from sws.stages import eval as eval_stage
 from sws.stages import filter as filter_stage
+from sws.tables import round_name
 from sws.world import get_world
 
 if TYPE_CHECKING:

@@ -32,7 +32,6 @@ import numpy as np
 import polars as pl
 
 from sws import runner, ui
-from sws.artifacts import STR, StageResult, read_records
 from sws.budget import largest_remainder
 from sws.categorize import Categorizer
 from sws.config import EngineConfig, PipelineConfig, with_overrides
@@ -40,13 +39,16 @@ from sws.decontamination import benchmark_problems
 from sws.embeddings import chunk_cache_dir, embed_in_chunks, embed_texts
 from sws.errors import UserError
 from sws.executors import Executor
+from sws.manifests import StageResult
 from sws.near_duplicates import NearDuplicateIndex
 from sws.policy import policy_role
+from sws.records import normalize_records
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Option, Stage
 from sws.stages.generate import REFERENCE_PREFIX
-from sws.stages.prepare import categorizer_identity, normalize_records
+from sws.stages.prepare import categorizer_identity
+from sws.tables import STR, read_records
 from sws.world import get_world
 
 STEP = "select"

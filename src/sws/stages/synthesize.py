@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sws import runner, tokens, ui
-from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.funnel import (
@@ -25,8 +24,10 @@ from sws.funnel import (
     truncation_advice,
 )
 from sws.llm_calls import shared_engines
+from sws.manifests import StageResult
 from sws.stage import Option, Stage, synthesis_steps
 from sws.stages import combine, generate
+from sws.stages import estimate as pilot
 
 
 def declared_steps() -> dict[str, Stage]:
@@ -74,8 +75,6 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
     if estimate:
         if steps is not None:
             raise UserError("--estimate projects the whole synthesis; leave out --steps")
-        from sws.stages import estimate as pilot
-
         return pilot.run(cfg, run_dir, steps_on(cfg), force)
     named = list(declared) if steps is None else parse_steps(",".join(steps))
     chosen = [step for step in named if step in steps_on(cfg)]

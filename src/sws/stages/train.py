@@ -21,9 +21,9 @@ from typing import Any
 
 from sws import runner
 from sws.arms import ARMS, Arm, arm, side_by_side_groups
-from sws.artifacts import StageResult
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.manifests import StageResult
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage

@@ -80,7 +80,7 @@ def launch_script_path(out_dir: Path) -> Path:
 
 def write_launch_script(out_dir: Path, comment: str, command: list[str]) -> Path:
     """`<out_dir>/launch.sh`: `command` (then the script's own arguments), with `comment` lines on top."""
-    from sws.artifacts import write_text
+    from sws.atomic_files import write_text
 
     path = launch_script_path(out_dir)
     lines = " \\\n    ".join(shlex.quote(part) for part in command)
@@ -96,7 +96,7 @@ def start_or_resume(job: TrainJob, force: bool, leftovers: Iterable[Path]) -> No
 
     `<out_dir>/job.json` names the job whose checkpoints the folder holds; a rerun of the same job resumes.
     """
-    from sws.artifacts import write_json
+    from sws.atomic_files import write_json
 
     marker = job.out_dir / "job.json"
     previous = json.loads(marker.read_text()).get("identity") if marker.is_file() else None

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sws.artifacts import SCHEMAS, write_parquet
+from sws.atomic_files import write_parquet
+from sws.tables import SCHEMAS
 
 SHARD_PREFIX = "from-step-"
 

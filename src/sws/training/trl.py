@@ -26,7 +26,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from sws import ui
-from sws.artifacts import write_json
+from sws.atomic_files import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.run_dir import final_dir

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sws.artifacts import write_json, write_parquet
+from sws.atomic_files import write_json, write_parquet
 from sws.config import TrainConfig
 from sws.references import load
 from sws.training import TrainJob, reward_name, write_launch_script

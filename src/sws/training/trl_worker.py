@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sws.artifacts import write_json
+from sws.atomic_files import write_json
 from sws.training.trl import run_training
 from sws.training.trl_launch import log_history_file, read_job
 

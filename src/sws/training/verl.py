@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from sws import ui
-from sws.artifacts import write_json
+from sws.atomic_files import write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.rollouts import read_verl_dumps, rollouts_from_verl_dumps

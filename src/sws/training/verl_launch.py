@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sws
-from sws.artifacts import write_parquet, write_text
+from sws.atomic_files import write_parquet, write_text
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.references import name_of

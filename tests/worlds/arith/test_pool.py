@@ -4,10 +4,10 @@ from pathlib import Path
 import polars as pl
 from typer.testing import CliRunner
 
-from sws.artifacts import write_table
 from sws.cli import app
 from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
+from sws.tables import write_table
 from sws.worlds.arith import generate_problems, solve
 from sws.worlds.arith.families import FAMILIES
 from sws.worlds.arith.pool import write_pool

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from sws.grading import GradingPool, grade_completions
-from sws.stages.prepare import DATA_DIR
+from sws.records import DATA_DIR
 from sws.worlds.math.verifier import MathVerifier, extract_answer
 
 MATH_TRAIN = DATA_DIR / "math_train.json"

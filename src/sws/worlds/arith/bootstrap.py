@@ -25,7 +25,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sws import ui
-from sws.artifacts import cpu_kernels
+from sws.manifests import cpu_kernels
 from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.families import expression_text, families_of, sample_problem
 from sws.worlds.arith.misconceptions import misconceived_answer
@@ -69,7 +69,7 @@ def bootstrap_settings(steps: int, seed: int, misconception_rate: float) -> dict
     return {
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed, misconception_rate), "steps": steps, "seed": seed,
         "misconception_rate": misconception_rate,
-        # Weights trained with other vector kernels differ (see artifacts.KERNEL_SETTINGS): not the same policy.
+        # Weights trained with other vector kernels differ (see manifests.KERNEL_SETTINGS): not the same policy.
         "cpu_kernels": cpu_kernels(),
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,

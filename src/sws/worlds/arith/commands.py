@@ -42,10 +42,10 @@ def pool(
                                           min=1)] = None,
 ) -> None:
     """Write a selection pool for `sws select`: fresh problems of every family, none a seed or held-out problem."""
-    from sws.artifacts import read_table
     from sws.config import load_run_config
     from sws.errors import UserError
     from sws.run_dir import RunDir
+    from sws.tables import read_table
     from sws.worlds.arith.pool import write_pool
 
     if not RunDir(run).table("problems").exists():

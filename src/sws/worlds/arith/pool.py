@@ -9,10 +9,11 @@ from typing import Any
 
 import polars as pl
 
-from sws.artifacts import write_jsonl
+from sws.atomic_files import write_jsonl
 from sws.config import PipelineConfig
 from sws.near_duplicates import problem_key
 from sws.worlds.arith.families import generate_problems
+from sws.worlds.arith.held_out import heldout_problems
 
 # The pool's problems come from a seed stream neither the seed set nor the held-out sets use.
 POOL_SEED_OFFSET = 15485863
@@ -20,9 +21,7 @@ POOL_SEED_OFFSET = 15485863
 
 def pool_rows(cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> list[dict[str, Any]]:
     """Up to `n` pool problems (fields id, problem, answer, category, level, family)."""
-    from sws.worlds.arith.world import WORLD
-
-    held_out = WORLD.heldout_set("arith", cfg, seed_problems)
+    held_out = heldout_problems(cfg.world_settings.n_eval_per_category, cfg.seed, seed_problems)
     taken = {problem_key(text) for text in [*seed_problems["problem"], *held_out["problem"]]}
     drawn = generate_problems(2 * n, seed=cfg.seed + POOL_SEED_OFFSET)
     fresh = []

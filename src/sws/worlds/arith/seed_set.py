@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sws.artifacts import write_jsonl
+from sws.atomic_files import write_jsonl
 from sws.worlds.arith.families import generate_problems
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sws import ui
-from sws.artifacts import write_jsonl
+from sws.atomic_files import write_jsonl
 from sws.config import PipelineConfig
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput

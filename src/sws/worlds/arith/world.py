@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from sws.artifacts import StageResult
 from sws.config import PipelineConfig
+from sws.manifests import StageResult
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
@@ -18,19 +18,16 @@ from sws.worlds.arith.families import (
     CATEGORIES,
     FAMILIES,
     category_concepts,
-    generate_problems,
     sample_problem,
 )
+from sws.worlds.arith.held_out import heldout_problems
 from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
 from sws.worlds.math.verifier import MathVerifier
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
-# Held-out problems come from seed streams the seed set never uses.
-HELDOUT_SEED_OFFSET = 7919
+# Fresh problems like the weak ones come from a seed stream the seed set and the held-out sets never use.
 WEAK_LIKE_SEED_OFFSET = 104729
-# Candidates drawn per held-out problem wanted: enough to replace those that are seed or training problems.
-HELDOUT_DRAWS = 4
 # Draws per weak problem to find a problem of its family that is no seed or training problem and not yet drawn.
 FRESH_DRAWS = 50
 
@@ -95,16 +92,7 @@ class ArithWorld(World):
         or one whose `problem_key` is in `exclude`."""
         if name != "arith":
             return None
-        n_per_category = self.settings(cfg).n_eval_per_category
-        taken = exclude | {problem_key(text) for text in seed_problems["problem"]}
-        rows = []
-        for category in sorted(set(seed_problems["category"])):
-            candidates = generate_problems(HELDOUT_DRAWS * n_per_category, seed=cfg.seed + HELDOUT_SEED_OFFSET,
-                                           categories=[category])
-            fresh = [p for p in candidates if problem_key(p.problem) not in taken][:n_per_category]
-            rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
-                      "category": category} for i, p in enumerate(fresh)]
-        return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+        return heldout_problems(self.settings(cfg).n_eval_per_category, cfg.seed, seed_problems, exclude)
 
     def weak_like_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame,
                       exclude: set[str]) -> pl.DataFrame | None:
