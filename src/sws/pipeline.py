@@ -2,7 +2,7 @@
 
 The world's setup steps first (arith: bootstrap policy → seed set; the math world has none, its seed file is
 `prepare.input`), then the declared stages (`sws.stage`): prepare → train initial → identify → synthesize →
-filter → mix → export verl → train augmented and baseline (side by side on a CPU with two cores) → eval →
+filter → mix → export verl → train baseline and augmented (side by side on a CPU with two cores) → eval →
 report; with `select.arm`, also select → mix selected after the filter and train selected after the other two.
 A step the config does not ask for (`Stage.runs_when`) is left out. The run ends with the headline: the share of the previously weak problems each policy solves, per
 category. With `rounds.n` > 1 (`--rounds N`) the same stages run again for each later round in `rounds/<r>/`,

@@ -70,7 +70,7 @@ def word_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list
 @pytest.mark.slow
 def test_every_step_of_the_word_world_runs_and_grades_with_its_verifier(word_run) -> None:
     run_dir, calls_dir, steps = word_run
-    assert {"synthesize", "filter", "train initial", "train augmented and baseline", "eval"} <= set(steps)
+    assert {"synthesize", "filter", "train initial", "train baseline and augmented", "eval"} <= set(steps)
     calls = {step: read_calls(step_file(calls_dir, step)) for step in steps}
     compared = {step: [call[1:] for call in step_calls if call[0] == "equivalent"] for step, step_calls in calls.items()}
     extracted = {step: [call[1] for call in step_calls if call[0] == "extract"] for step, step_calls in calls.items()}
@@ -80,7 +80,7 @@ def test_every_step_of_the_word_world_runs_and_grades_with_its_verifier(word_run
     # score: the student's answers against the labels; eval: the policy's against every eval set's answers.
     assert compared["filter"] and compared["eval"]
     # each training run's reward: every completion of every step (2 steps x 2 problems x 2 completions).
-    assert len(extracted["train initial"]) == 8 and len(extracted["train augmented and baseline"]) == 16
+    assert len(extracted["train initial"]) == 8 and len(extracted["train baseline and augmented"]) == 16
     assert not calls["prepare"] and not calls["identify"]
 
 

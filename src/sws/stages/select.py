@@ -40,13 +40,12 @@ from sws.embeddings import chunk_cache_dir, embed_in_chunks, embed_texts
 from sws.errors import UserError
 from sws.executors import Executor
 from sws.manifests import StageResult
-from sws.near_duplicates import NearDuplicateIndex
 from sws.policy import policy_role
 from sws.records import normalize_records
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Option, Stage
-from sws.stages.generate import REFERENCE_PREFIX
+from sws.stages.generate import near_duplicate_index
 from sws.stages.prepare import categorizer_identity
 from sws.tables import STR, read_records
 from sws.world import get_world
@@ -98,21 +97,11 @@ def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embe
     return kept, pl.concat(beyond, how="diagonal_relaxed") if beyond else pl.DataFrame()
 
 
-def duplicate_index(cfg: PipelineConfig, problems: pl.DataFrame) -> NearDuplicateIndex:
-    """The seed and benchmark problems a pool problem must not repeat, indexed as generate indexes them."""
-    index = NearDuplicateIndex(cfg.synthesize.near_duplicate_threshold, cfg.synthesize.near_duplicate_min_chars)
-    for problem_id, problem in problems.select("problem_id", "problem").iter_rows():
-        index.add(problem, f"seed:{problem_id}")
-    for source, text in benchmark_problems(cfg):
-        index.add(text, f"{REFERENCE_PREFIX}{source}")
-    return index
-
-
 def not_duplicates(cfg: PipelineConfig, problems: pl.DataFrame, pool: pl.DataFrame
                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The pool rows that duplicate no seed or reference problem, and the others with the reason. Repeats within
     the pool were already rejected by `prepare`'s rule, so the pool itself is not indexed."""
-    duplicates = duplicate_index(cfg, problems)
+    duplicates = near_duplicate_index(cfg, problems, benchmark_problems(cfg))
     reasons = []
     for problem in pool["problem"]:
         match = duplicates.find(problem)
