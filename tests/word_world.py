@@ -23,6 +23,7 @@ import polars as pl
 
 from sws.engines import Completion, Engine, Request
 from sws.near_duplicates import problem_key
+from sws.training.rewards import RewardBatch, register_reward
 from sws.verifier import Verifier
 from sws.world import PROBLEM_SET_SCHEMA, World, register_world
 
@@ -107,6 +108,13 @@ def seed_rows(per_category: int, seed: int = 0) -> list[dict[str, str]]:
 def stated(answer: str, sample: int) -> str:
     """An answer as a model writes it: every other sample in title case without hyphens ("Twenty Four")."""
     return answer.replace("-", " ").title() if sample % 2 else answer
+
+
+@register_reward("shorter_is_better")
+def shorter_is_better(batch: RewardBatch) -> list[float]:
+    """A tiny reward for the tests: one point for a right answer, less a point per 100 characters."""
+    return [(verdict is True) - len(text) / 100 for text, verdict in zip(batch.completions, batch.verdicts,
+                                                                          strict=True)]
 
 
 class WordEngine(Engine):

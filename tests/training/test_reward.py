@@ -1,11 +1,11 @@
 from types import SimpleNamespace
 
 import pytest
-from word_world import WordVerifier
+from word_world import WordVerifier, shorter_is_better
 
 from sws.training import reward as reward_module
 from sws.training.reward import CorrectnessReward, completion_text
-from sws.training.rewards import RewardBatch, correct, register_reward
+from sws.training.rewards import correct
 from sws.training.rollout_log import RolloutLog
 from sws.worlds.math.verifier import MathVerifier
 
@@ -100,18 +100,11 @@ def test_a_band_drops_groups_outside_it_and_the_log_says_which(tmp_path):
     assert log.table().rows() == [(1, "a", 4, 1, False), (1, "b", 4, 4, True), (1, "c", 4, 0, True)]
 
 
-@register_reward("short_and_right")
-def short_and_right(batch: RewardBatch) -> list[float]:
-    """A tiny reward for the tests: a right answer earns 1, less a hundredth per character of its completion."""
-    return [(verdict is True) - len(completion) / 100 for completion, verdict in zip(batch.completions, batch.verdicts,
-                                                                                       strict=True)]
-
-
 def test_the_worlds_verifier_grades_and_the_chosen_reward_scores_while_the_log_counts_right_answers(
     tmp_path, verifier_calls,
 ):
     log = RolloutLog(tmp_path / "rollouts")
-    reward = CorrectnessReward(log, 2, WordVerifier(), short_and_right, "short_and_right")
+    reward = CorrectnessReward(log, 2, WordVerifier(), shorter_is_better, "shorter_is_better")
     completions = ["Result: Twenty Four", "Result: twenty-five", "Result: Seven", "Result: seven"]
 
     rewards = reward(prompts=["x"] * 4, completions=completions, answer=["twenty-four"] * 2 + ["seven"] * 2,
@@ -124,4 +117,4 @@ def test_the_worlds_verifier_grades_and_the_chosen_reward_scores_while_the_log_c
     calls = verifier_calls()
     assert [call[1] for call in calls if call[0] == "extract"] == completions
     assert ["equivalent", "twenty-four", "Twenty Four"] in calls and ["equivalent", "seven", "Seven"] in calls
-    assert reward.__name__ == "short_and_right"  # TRL names the reward's metrics after it
+    assert reward.__name__ == "shorter_is_better"  # TRL names the reward's metrics after it

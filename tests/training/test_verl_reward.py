@@ -6,12 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from word_world import WordVerifier
+from word_world import WordVerifier, shorter_is_better
 
 from sws.grading import DEFAULT_DEADLINE_S
 from sws.references import name_of
 from sws.training import verl_reward
-from sws.training.rewards import RewardBatch, correct, register_reward
+from sws.training.rewards import correct
 from sws.training.verl_launch import reward_module_source
 from sws.training.verl_reward import VerlReward
 from sws.worlds.math.verifier import MathVerifier
@@ -102,13 +102,6 @@ def test_the_generated_module_imports_nothing_verls_environment_lacks(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["True", "[]"]
-
-
-@register_reward("shorter_is_better")
-def shorter_is_better(batch: RewardBatch) -> list[float]:
-    """A tiny reward for the tests: one point for a right answer, less a point per 100 characters."""
-    return [(verdict is True) - len(text) / 100 for text, verdict in zip(batch.completions, batch.verdicts,
-                                                                          strict=True)]
 
 
 def test_the_generated_module_grades_with_the_worlds_verifier_and_scores_with_the_runs_reward(
