@@ -22,8 +22,9 @@ from sws import __version__, ui
 from sws.atomic_files import write_parquet, write_text
 from sws.config import PipelineConfig
 from sws.errors import UserError
+from sws.fingerprints import config_hash
 from sws.funnel import FunnelRow, read_funnel
-from sws.manifests import config_hash, read_manifest
+from sws.manifests import read_manifest
 from sws.stage import synthesis_steps
 from sws.tables import read_parquet, rejected_path, table_path
 

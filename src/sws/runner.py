@@ -43,12 +43,11 @@ from sws.config import PipelineConfig
 from sws.engines.base import Completion
 from sws.errors import UserError
 from sws.executors import Executor, executor_for
+from sws.fingerprints import config_hash, fingerprint
 from sws.funnel import FunnelRow, funnel_row
 from sws.manifests import (
     StageResult,
-    config_hash,
     current_manifest,
-    fingerprint,
     fingerprints,
     package_versions,
     read_manifest,

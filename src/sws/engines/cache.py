@@ -26,7 +26,7 @@ from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request, is_count
 from sws.errors import UserError
-from sws.manifests import fingerprint
+from sws.fingerprints import fingerprint
 
 # Engine options that change speed, memory or transport, never the text a model returns.
 RUNTIME_OPTIONS = frozenset({

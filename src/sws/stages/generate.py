@@ -29,8 +29,8 @@ from sws import ui
 from sws.config import PipelineConfig
 from sws.decontamination import benchmark_problems, closest_pairs, nearest_benchmarks
 from sws.engines.base import Completion
+from sws.fingerprints import config_hash
 from sws.llm_calls import request_seed, role_request
-from sws.manifests import config_hash
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem_and_end
 from sws.problem_filters import prefilter_reason
