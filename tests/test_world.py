@@ -11,10 +11,11 @@ from typing import Any
 
 import polars as pl
 import pytest
+from word_world import RuleEngine
 
 from sws import runner
 from sws.config import PipelineConfig
-from sws.engines import Completion, Engine, Request
+from sws.engines import Request
 from sws.errors import UserError
 from sws.stages import filter as filter_stage
 from sws.stages import identify, prepare, synthesize
@@ -43,18 +44,11 @@ def draw(*parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(parts, default=str).encode()).digest()[:4], "big")
 
 
-class LettersEngine(Engine):
+class LettersEngine(RuleEngine):
     """Plays every role from the world's rules, in the formats real models write. As the policy (model
     `student`) it answers right on about half of its samples."""
 
     name = "lettercount"
-    honours_n = True
-
-    def __init__(self, cfg: Any) -> None:
-        self.model = cfg.model
-
-    def generate(self, requests: list[Request]) -> list[list[Completion]]:
-        return [[Completion(self.answer(request, index)) for index in range(request.n)] for request in requests]
 
     def answer(self, request: Request, index: int) -> str:
         fields = request.fields

@@ -117,13 +117,9 @@ def shorter_is_better(batch: RewardBatch) -> list[float]:
                                                                           strict=True)]
 
 
-class WordEngine(Engine):
-    """Plays every role from the world's rules, ending its answers with `Result: <words>`. Sample k of a request
-    with seed s is the (s + k)-th sample: the same whether asked as one request for n or as n one-sample requests
-    with seeds s, s + 1, ... As model `student` (the policy) about every other sample is off by one; as model
-    `shouting` (an auditor, say) it writes its answers in capitals."""
+class RuleEngine(Engine):
+    """A test world's rule-based engine: sample k of each request is `answer(request, k)`."""
 
-    name = NAME
     honours_n = True
 
     def __init__(self, cfg: Any) -> None:
@@ -131,6 +127,18 @@ class WordEngine(Engine):
 
     def generate(self, requests: list[Request]) -> list[list[Completion]]:
         return [[Completion(self.answer(request, index)) for index in range(request.n)] for request in requests]
+
+    def answer(self, request: Request, index: int) -> str:
+        raise NotImplementedError
+
+
+class WordEngine(RuleEngine):
+    """Plays every role from the world's rules, ending its answers with `Result: <words>`. Sample k of a request
+    with seed s is the (s + k)-th sample: the same whether asked as one request for n or as n one-sample requests
+    with seeds s, s + 1, ... As model `student` (the policy) about every other sample is off by one; as model
+    `shouting` (an auditor, say) it writes its answers in capitals."""
+
+    name = NAME
 
     def answer(self, request: Request, index: int) -> str:
         fields = request.fields
