@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export ATEN_CPU_CAPABILITY ?= avx2
 export MKL_CBWR ?= AVX2
 
-.PHONY: install install-vllm install-ray install-verl test test-vllm demo demo-seeds bench lint initial-train augmented-train clean
+.PHONY: install install-vllm install-ray install-verl test test-vllm demo demo-seeds cotrain-seeds bench lint docs initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,embedder]'
+	$(BIN)/pip install -q -e '.[dev,embedder,tensorboard,tinker]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -68,11 +68,18 @@ test-vllm: install-vllm
 demo: install
 	$(BIN)/sws run $(PIPELINE) --run $(RUN)
 
-# The demo once per seed (runs/demo-s0, …), then the arms over them: augmented − baseline, selected − baseline and
-# augmented − selected (the demo trains the selected arm), per seed, mean, sd, SEM.
+# The demo once per seed (runs/demo-s0, …), then the arms over them: augmented − baseline, the selected arm and the
+# controls (untargeted, random_selected) against the baseline and against the arm each controls, per seed, mean,
+# sd, SEM.
 demo-seeds: install
 	@for seed in $(SEEDS); do $(BIN)/sws run $(PIPELINE) --run $(RUN)-s$$seed --seed $$seed || exit 1; done
 	$(BIN)/sws compare $(foreach seed,$(SEEDS),$(RUN)-s$(seed))
+
+# Co-training (docs/cotraining.md) once per seed (runs/cotrain-s0, …), then co-trained − frozen productive rate
+# over the second half with its SEM, the shuffled control, and each arm's held-out accuracy.
+cotrain-seeds: install
+	@for seed in $(SEEDS); do $(BIN)/sws run cotrain --run runs/cotrain-s$$seed --seed $$seed || exit 1; done
+	$(BIN)/sws compare $(foreach seed,$(SEEDS),runs/cotrain-s$(seed))
 
 initial-train: install
 	$(BIN)/sws train initial --run $(RUN)
@@ -85,6 +92,10 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check src tests bench
+
+# docs/configuration.md from the pydantic models of sws.config (a test fails when it is stale).
+docs: install
+	$(BIN)/python scripts/config_reference.py
 
 clean:
 	rm -rf runs .pytest_cache

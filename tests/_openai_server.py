@@ -1,7 +1,8 @@
 """A small OpenAI-compatible server for tests: /v1/models, /v1/completions and /v1/chat/completions, with
 scripted failures, stalls, a finish reason, a mode that ignores `n` like llama.cpp's server, an optional
 writer of the answers' text, and hostile modes: a fixed raw body for GETs or POSTs (an HTML page, text that is
-not JSON) and an edit of each completion body (no choices, too many, negative usage, lone surrogates)."""
+not JSON), an edit of each completion body (no choices, too many, negative usage, lone surrogates), a drip (the
+reply one byte at a time, for a bounded time) and a flood (a completion text of a given size)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from sws.config import EngineConfig
+from sws.engines import make_engine
+
 MODEL = "fake-model"
+DRIP_LIMIT_S = 30.0
 
 
 class FakeServer(ThreadingHTTPServer):
@@ -38,6 +43,9 @@ class FakeServer(ThreadingHTTPServer):
         self.raw_get: tuple[str, bytes] | None = None
         self.raw_post: tuple[str, bytes] | None = None
         self.mangle: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # edits each completion body
+        self.drip_s = 0.0  # > 0: send each POST reply one byte per drip_s, giving up after DRIP_LIMIT_S
+        self.flood_bytes = 0  # > 0: each completion's text is this many bytes, whatever max_tokens says
+        self.echo_authorization = False  # repeat the Authorization header in every completion and error
         self.lock = threading.Lock()
 
     @property
@@ -67,21 +75,43 @@ class FakeHandler(BaseHTTPRequestHandler):
             stall = server.stall_first_s if len(server.posts) == 1 else 0.0
             server.in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        echoed = f" (you sent {self.headers.get('Authorization', '')})" if server.echo_authorization else ""
         try:
             time.sleep(stall + server.delay_s)
             if failure is not None:
-                self._reply(failure, {"error": {"message": f"scripted failure {failure}", "type": "test"}})
+                self._reply(failure, {"error": {"message": f"scripted failure {failure}{echoed}", "type": "test"}})
             elif server.raw_post is not None:
                 self._send(200, *server.raw_post)
             else:
-                reply = completion_body(body, chat=self.path.endswith("/chat/completions"), server=server)
-                self._reply(200, server.mangle(reply) if server.mangle is not None else reply)
+                reply = completion_body(body, chat=self.path.endswith("/chat/completions"), server=server,
+                                        echoed=echoed)
+                reply = server.mangle(reply) if server.mangle is not None else reply
+                if server.drip_s > 0:
+                    self._drip(json.dumps(reply).encode(), server.drip_s)
+                else:
+                    self._reply(200, reply)
         finally:
             with server.lock:
                 server.in_flight -= 1
 
     def _reply(self, status: int, payload: dict[str, Any]) -> None:
         self._send(status, "application/json", json.dumps(payload).encode())
+
+    def _drip(self, data: bytes, every_s: float) -> None:
+        given_up = time.monotonic() + DRIP_LIMIT_S
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for position in range(len(data)):
+                if time.monotonic() > given_up:
+                    return
+                self.wfile.write(data[position:position + 1])
+                self.wfile.flush()
+                time.sleep(every_s)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+            pass
 
     def _send(self, status: int, content_type: str, data: bytes) -> None:
         try:
@@ -94,15 +124,18 @@ class FakeHandler(BaseHTTPRequestHandler):
             pass
 
 
-def completion_body(body: dict[str, Any], chat: bool, server: FakeServer) -> dict[str, Any]:
+def completion_body(body: dict[str, Any], chat: bool, server: FakeServer, echoed: str = "") -> dict[str, Any]:
     source = body["messages"][-1]["content"] if chat else body["prompt"]
     n = 1 if server.ignores_n else body.get("n", 1)
-    if server.writer is not None:
+    if server.flood_bytes > 0:
+        texts = ["x" * server.flood_bytes for _ in range(n)]
+    elif server.writer is not None:
         texts = [server.writer(source, body) for _ in range(n)]
     elif server.ignores_n:
         texts = [f"{source} -> seed {body.get('seed')} \\boxed{{0}}"]
     else:
         texts = [f"{source} -> sample {i} \\boxed{{{i}}}" for i in range(n)]
+    texts = [text + echoed for text in texts]
     reason = server.finish_reason
     if chat:
         choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": reason}
@@ -125,3 +158,8 @@ def serving() -> Iterator[FakeServer]:
     finally:
         fake.shutdown()
         fake.server_close()
+
+
+def engine_for(server: FakeServer, **options: Any):
+    return make_engine(EngineConfig(
+        engine="openai", model=MODEL, options={"base_url": server.base_url, "retry_backoff": 0.01, **options}))

@@ -5,7 +5,7 @@ import signal
 import polars as pl
 import pytest
 
-from sws.atomic_files import atomic_write
+from sws.atomic_files import TEMP_PREFIX, atomic_write
 from sws.errors import UserError
 from sws.manifests import StageResult, read_manifest
 from sws.run_dir import RunDir
@@ -268,7 +268,7 @@ def test_a_failing_body_leaves_the_old_outputs_and_their_manifest(tmp_path):
 
 
 def test_temporaries_of_a_killed_run_are_swept_by_the_next(tmp_path):
-    leftover = tmp_path / f".{table_path(tmp_path, 'problems').name}.abc123.tmp"
+    leftover = tmp_path / f"{TEMP_PREFIX}{table_path(tmp_path, 'problems').name}.abc123.tmp"
     leftover.write_bytes(b"half")
     TableStage(tmp_path).run()
     assert not leftover.exists()

@@ -54,6 +54,7 @@ def reply(summary: str, domain: str, end: str = "") -> str:
     ("Summary:\nAsks for an area\nof a triangle.\n\nDomain: Geometry\n" + END_MARKER, "Geometry",
      "Asks for an area of a triangle."),
     (reply("Solves x + 1 = 2.", "Algebra") + "\n\nThis is a linear equation.", "Algebra", "Solves x + 1 = 2."),
+    (reply("Solves <script>alert(1)</script>x\x07 + 1 = 2\u202e.", "Algebra"), "Algebra", "Solves x + 1 = 2."),
 ])
 def test_a_reply_a_reader_takes_a_label_from_gives_its_domain_in_the_list_spelling(text: str, category: str,
                                                                                     summary: str) -> None:

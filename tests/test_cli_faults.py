@@ -163,3 +163,22 @@ def test_sample_on_a_read_only_run_is_one_line(tmpfs, tmp_path):
                                 timeout=120)
     assert_one_line(result, "requests.sqlite")
     assert snapshot(run_dir) == before
+
+
+def test_a_healthy_cache_on_a_read_only_mount_is_not_called_damaged(tmpfs):
+    from sws.config import EngineConfig
+    from sws.engines import make_engine
+    from sws.engines.base import Request
+    from sws.errors import UserError
+
+    point = tmpfs("cache", "size=4m")
+    oracle, cache, request = EngineConfig(engine="oracle", model="arith-oracle"), point / "requests.sqlite", \
+        Request(prompt="Compute 1+1.\n", task="answer", fields={"problem": "1+1"})
+    engine = make_engine(oracle, cache)
+    engine.generate([request])
+    engine.close()
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    with pytest.raises(UserError) as error:
+        make_engine(oracle, cache).generate([request])
+    assert str(error.value).startswith(f"{cache}: cannot write the request cache") and "read-only" in str(error.value)
+    assert "damaged" not in str(error.value)

@@ -1,5 +1,6 @@
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,75 @@ def test_the_shares_over_k_samples_get_their_own_table_and_verdict(tmp_path: Pat
     assert "Avg@k" in rendered(compare.comparison_table(results, "weak_avg_k"))
     assert ("weak problems, Avg@k: augmented ahead of the baseline in 2 of 2 runs; mean +2.5 points, sd 0.7, "
             "SEM 0.5: above 2 SEM") in compare.verdict(results).splitlines()
+
+
+def test_compare_breaks_each_difference_down_by_family_and_shows_each_arms_weak_draws(tmp_path: Path) -> None:
+    import polars as pl
+
+    from sws.tables import write_table
+
+    runs = []
+    for seed, right in ((0, 3), (1, 1)):
+        run = evaluated_run(tmp_path, seed, 0.2, 0.3)
+        write_table(run, "eval/problems", pl.DataFrame([
+            {"checkpoint": checkpoint, "eval_set": "weak_like", "problem_id": "q1", "category": "addition",
+             "greedy_correct": True, "n": 4, "n_correct": n_right, "k": 4, "problem": "Compute 47+85."}
+            for checkpoint, n_right in (("baseline", 1), ("augmented", right))]))
+        write_table(run, "weakness", pl.DataFrame({
+            "problem_id": ["q0"], "category": ["addition"], "accs": [[0.0]], "n_record": [1], "max_acc": [0.0],
+            "slope": [0.0], "weak": [True]}))
+        for arm, drawn in (("baseline", ["q0", "q0"]), ("augmented", ["q0", "x1"])):
+            write_table(run, f"train/{arm}/rollouts", pl.DataFrame(
+                {"step": [1, 2], "problem_id": drawn, "n": [4, 4], "n_correct": [1, 1]}))
+        runs.append(run)
+    gains, draws = compare.where_the_gain_sits(runs)
+    rows = {(row[0], row[1]): row for row in table_cells(rendered(gains, width=200))}
+    # +50 and 0 points: mean +25, SEM 25
+    assert rows[("family", "addition: addition with carrying")][2:] == ["aug − base", "2", "2", "+25.0", "25.0"]
+    assert rows[("category", "addition")][5] == "+25.0"
+    assert {row[0]: row[1] for row in table_cells(rendered(draws))} == {"baseline": "2.00", "augmented": "1.00"}
+    assert compare.where_the_gain_sits([evaluated_run(tmp_path / "bare", 2, 0.2, 0.3)]) == []
+
+
+def refusal(*runs: Path) -> str:
+    result = CliRunner().invoke(app, ["compare", *map(str, runs)])
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ") and "differ only in seed" in line
+    return line
+
+
+def test_runs_of_other_worlds_are_not_pooled(tmp_path: Path) -> None:
+    other = evaluated_run(tmp_path, 1, 0.2, 0.3)
+    save_run_config(other, PipelineConfig(seed=1, world="math"))
+    assert "world 'math'" in refusal(evaluated_run(tmp_path, 0, 0.2, 0.3), other)
+
+
+def test_runs_with_another_setting_than_the_seed_are_not_pooled(tmp_path: Path) -> None:
+    other = evaluated_run(tmp_path, 1, 0.2, 0.3)
+    changed = PipelineConfig(seed=1)
+    changed.synthesize.budget = 7
+    save_run_config(other, changed)
+    assert "field 'synthesize.budget' is 7" in refusal(evaluated_run(tmp_path, 0, 0.2, 0.3), other)
+
+
+def test_paths_inside_each_run_are_not_a_difference(tmp_path: Path) -> None:
+    runs = [evaluated_run(tmp_path, seed, 0.2, 0.3) for seed in (0, 1)]
+    for seed, run in enumerate(runs):
+        cfg = PipelineConfig(seed=seed)
+        cfg.select.pool = str(run / "pool.parquet")
+        save_run_config(run, cfg)
+    assert CliRunner().invoke(app, ["compare", *map(str, runs)]).exit_code == 0
+
+
+def test_a_copy_of_a_run_is_not_a_second_seed(tmp_path: Path) -> None:
+    run = evaluated_run(tmp_path, 0, 0.2, 0.3)
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    assert "seed 0, the same as" in refusal(run, copy)
+
+    # a copy whose seed was edited still has the first run's tables
+    (run / "augmented.parquet").write_bytes(b"PAR1 the training set PAR1")
+    shutil.copy(run / "augmented.parquet", copy / "augmented.parquet")
+    save_run_config(copy, PipelineConfig(seed=5))
+    assert "augmented.parquet: the same bytes as in" in refusal(run, copy)

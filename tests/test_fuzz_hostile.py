@@ -9,6 +9,8 @@ where sws can carry on safely, in success), and nothing outside the run director
 import json
 import os
 import random
+import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from sws import side_by_side
 from sws.cli import app
+from sws.errors import UserError
 from sws.records import DATA_DIR
-from sws.run_dir import RunDir
+from sws.run_dir import PILOT_MARKER, RunDir
+from sws.stages.estimate import prepare_pilot
+from sws.training import verl
+from sws.worlds.arith import bootstrap
+from sws.worlds.arith.settings import ArithSettings
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 SEED_FILE = DATA_DIR / "math500.json"
@@ -162,6 +170,19 @@ def test_an_html_page_as_the_server_is_one_line_at_the_start(server, outside, tm
     assert_one_line(result, "an HTML page instead of its model list")
 
 
+def test_an_error_that_repeats_the_api_key_is_printed_without_it(server, tmp_path, monkeypatch):
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    server.failures, server.echo_authorization = [400], True
+    try:
+        result = sample(tmp_path / "run", pipeline_for(tmp_path, server))
+    finally:
+        server.failures, server.echo_authorization = [], False
+    assert_one_line(result, "[redacted]")
+    assert key not in result.output
+    assert not [path for path in (tmp_path / "run").rglob("*") if path.is_file() and key.encode() in path.read_bytes()]
+
+
 # ---------------------------------------------------------------- a damaged request cache
 
 @FUZZ
@@ -277,3 +298,62 @@ def test_an_emptied_run_config_is_one_line_not_the_defaults(prepared):
         assert_one_line(invoke(["identify", "--run", str(prepared)]), "config.yaml: empty")
     finally:
         config.write_bytes(saved)
+
+
+# ---------------------------------------------------------------- links planted at logs, markers, locks, copies
+
+def planted_link(path: Path, outside: Path) -> Path:
+    """A link at `path` to a file of `outside` someone cares about."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = outside / f"{path.name.lstrip('.')}.precious"
+    target.write_text("precious\n")
+    path.symlink_to(target)
+    return target
+
+
+def test_links_planted_for_the_estimate_pilots_marker_and_copies_are_replaced(prepared, tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    outside.mkdir()
+    shutil.copytree(prepared, run)
+    pilot = RunDir(run).estimate
+    planted = [pilot.root / PILOT_MARKER, pilot.table("problems")]
+    for path in planted:
+        planted_link(path, outside)
+    before = tree(outside)
+    prepare_pilot(run)
+    assert tree(outside) == before
+    assert not any(path.is_symlink() for path in planted)
+    assert pilot.table("problems").read_bytes() == RunDir(run).table("problems").read_bytes()
+
+
+def test_a_link_planted_at_a_side_by_side_log_is_refused(tmp_path):
+    log, outside = tmp_path / "train" / "augmented.log", tmp_path / "outside"
+    outside.mkdir()
+    planted_link(log, outside)
+    before = tree(outside)
+    with pytest.raises(UserError, match="symbolic link"):
+        side_by_side._call_logged(log, print, ("written through the link",))
+    assert tree(outside) == before
+
+
+def test_a_link_planted_at_verls_log_is_refused(tmp_path):
+    log, outside = tmp_path / "train" / "verl.log", tmp_path / "outside"
+    outside.mkdir()
+    planted_link(log, outside)
+    before = tree(outside)
+    with pytest.raises(UserError, match="symbolic link"):
+        verl._merge(Path(sys.executable), tmp_path / "actor", tmp_path / "train" / "final", log)
+    assert tree(outside) == before
+
+
+def test_a_link_planted_at_the_policy_caches_lock_is_refused_untouched(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWS_CACHE", str(tmp_path / "cache"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    settings = bootstrap.bootstrap_settings(ArithSettings().bootstrap_steps, 0, ArithSettings().misconception_rate)
+    folder = bootstrap.cached_folder(settings)
+    planted_link(folder.parent / f".{folder.name}.lock", outside)
+    before = tree(outside)
+    with pytest.raises(UserError, match="symbolic link"):
+        bootstrap.bootstrap_policy()
+    assert tree(outside) == before

@@ -80,6 +80,10 @@ def test_the_installed_command_prints_its_version_and_runs_a_preset_by_name_outs
     version = run_in(tmp_path, sws, "--version")
     assert version.returncode == 0 and version.stdout.strip() == f"sws {__version__}", version.stderr
 
+    planned = run_in(tmp_path, sws, "run", "demo", "--run", "demo-run", "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    assert "report" in planned.stdout and not (tmp_path / "demo-run").exists()
+
     prepared = run_in(tmp_path, sws, "prepare", "--config", "math-qwen2.5-1.5b-8gpu", "--run", "run")
     assert prepared.returncode == 0, prepared.stderr
     assert "7469 problems" in " ".join(prepared.stderr.split())

@@ -22,7 +22,11 @@ def test_exact_duplicate_after_normalisation_is_found_even_when_short() -> None:
 def test_short_problems_differing_in_a_number_are_distinct() -> None:
     index = index_of("Compute 47+85.", "Compute 47*85.")
     assert index.find("Compute 47+86.") is None
-    assert index.find("Compute 85+47.") is None
+    assert index.find("Compute 85-47.") is None
+
+
+def test_commuted_operands_are_the_same_short_problem() -> None:
+    assert index_of("Compute 47+85.").find("Compute 85+47.") == "seed:0"
 
 
 def test_long_rewording_with_the_same_numbers_is_a_near_duplicate() -> None:

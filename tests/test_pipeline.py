@@ -2,6 +2,7 @@ import io
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -13,6 +14,8 @@ from sws.config import PipelineConfig, load_config
 from sws.errors import UserError
 from sws.presets import PRESET_DIR
 from sws.run_dir import RunDir
+from sws.stages import eval as eval_stage
+from sws.tables import SCHEMAS, write_table
 from sws.world import get_world
 
 METHOD_ORDER = [
@@ -71,9 +74,9 @@ def test_headline_shows_each_policy_and_the_gain_over_baseline() -> None:
     text = rendered(pipeline.headline_table(summary()))
     lines = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
              for line in text.splitlines() if line.count("│") >= 5}
-    assert lines["remainders"] == ["0.0%", "10.0%", "40.0%", "+30.0%"]
-    assert lines["overall"] == ["10.0%", "30.0%", "45.0%", "+15.0%"]
-    assert "20 weak problems" in text
+    assert lines["remainders"] == ["0.0 %", "10.0 %", "40.0 %", "+30.0 pts"]
+    assert lines["overall"] == ["10.0 %", "30.0 %", "45.0 %", "+15.0 pts"]
+    assert "the 20 previously weak" in text
 
 
 def test_headline_with_the_selected_arm_shows_it_and_its_gain_over_baseline() -> None:
@@ -81,15 +84,15 @@ def test_headline_with_the_selected_arm_shows_it_and_its_gain_over_baseline() ->
     text = rendered(pipeline.headline_table({**summary(), **selected}))
     lines = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
              for line in text.splitlines() if line.count("│") >= 5}
-    assert lines["overall"] == ["10.0%", "30.0%", "45.0%", "35.0%", "+15.0%", "+5.0%"]
-    assert "selected − baseline" in text
+    assert lines["overall"] == ["10.0 %", "30.0 %", "45.0 %", "35.0 %", "+15.0 pts", "+5.0 pts"]
+    assert "selected − seed only" in text
 
 
 def test_headline_without_baseline_has_no_gain_column() -> None:
     partial = {key: value for key, value in summary().items() if key != "weak_solved_baseline"}
     text = rendered(pipeline.headline_table(partial))
-    assert "baseline" not in text
-    assert "45.0%" in text
+    assert "seed only" not in text
+    assert "45.0 %" in text
 
 
 def test_print_headline_names_the_report(tmp_path: Path) -> None:
@@ -100,13 +103,31 @@ def test_print_headline_names_the_report(tmp_path: Path) -> None:
     assert "families" not in console.file.getvalue()
 
 
+def test_the_last_screen_opens_with_each_arm_on_the_held_out_sets(tmp_path: Path) -> None:
+    rows = [{"checkpoint": arm, "eval_set": "weak_like", "problem_id": f"p{i}", "category": "c",
+             "greedy_correct": True, "n": 4, "n_correct": right, "k": 4, "problem": "?"}
+            for arm, rights in (("baseline", [0, 1, 0, 1]), ("augmented", [2, 2, 1, 3])) for i, right in enumerate(rights)]
+    per_problem = pl.DataFrame(rows, schema=SCHEMAS["eval/problems"])
+    write_table(tmp_path, "eval/problems", per_problem)
+    write_table(tmp_path, eval_stage.SETS, eval_stage.sets_table([eval_stage.EvalSet(
+        "weak_like", per_problem.head(4).select("problem_id", "problem", pl.lit("1").alias("answer"), "category"), 4,
+        held_out=True)]))
+    write_json(tmp_path / "summary.json", summary())
+    console = Console(file=io.StringIO(), width=200)
+    pipeline.print_headline(tmp_path, console)
+    text = console.file.getvalue()
+    assert text.splitlines()[0].strip() == "The answer: Avg@k on the held-out sets"
+    assert "weak_like (n=4)" in text and "12.5 % ± 7.2" in text and "+37.5 ± 7.2 pts *" in text
+    assert text.index("+37.5") < text.index("Diagnostics")
+
+
 def test_print_headline_adds_the_weak_families_line_when_eval_measured_it(tmp_path: Path) -> None:
     like = {f"weak_like_solved_{name}": {"overall": share, "per_category": {}}
             for name, share in (("initial", 0.2), ("baseline", 0.25), ("augmented", 0.3))}
     write_json(tmp_path / "summary.json", {**summary(), **like})
     console = Console(file=io.StringIO(), width=200)
     pipeline.print_headline(tmp_path, console)
-    assert "initial 20.0%, baseline 25.0%, augmented 30.0%" in console.file.getvalue()
+    assert "initial 20.0 %, seed only 25.0 %, synthetic 30.0 %" in console.file.getvalue()
 
 
 def test_headline_lines_give_augmented_minus_baseline_with_its_paired_standard_error() -> None:
@@ -114,8 +135,8 @@ def test_headline_lines_give_augmented_minus_baseline_with_its_paired_standard_e
               for name, share in (("initial", 0.10), ("baseline", 0.20), ("augmented", 0.23))}
     errors = {"standard_errors": {"weak": {"augmented − baseline": {"pass1": 0.04, "avg_k": 0.012}}}}
     assert pipeline.headline_lines({**shares, **errors}) == [
-        "Weak problems, share of k samples right: initial 10.0%, baseline 20.0%, augmented 23.0% "
-        "(augmented − baseline +3.0 ± 1.2 points, one standard error)"]
+        "Weak problems, share of k samples right: initial 10.0 %, seed only 20.0 %, synthetic 23.0 % "
+        "(synthetic − seed only +3.0 ± 1.2 pts, one standard error)"]
     assert pipeline.headline_lines(summary()) == []
 
 

@@ -27,6 +27,7 @@ def test_a_bad_engine_of_a_later_step_is_found_before_the_first(monkeypatch, gen
 def test_sws_synthesize_names_the_bad_engine_before_reading_anything(tmp_path: Path):
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(yaml.safe_dump({"roles": {"labeler": {"engine": "openia", "model": "m"}}}))
+    (tmp_path / "run").mkdir()
     result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / "run"), "--config", str(pipeline)])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: engine 'openia' is not known") and len(result.stderr.splitlines()) == 1

@@ -148,7 +148,7 @@ def score_rules() -> list[Score]:
             no_answer.add(sample_answer(completion(row), MATH) is None, True)
     for pair in LABEL_PAIRS:
         problem = ROWS[pair[0]]["values"]["problem"]
-        answer, _ = teacher_label([sample_answer(completion(ROWS[index]), MATH) for index in pair], shared_pool(MATH))
+        answer, _, _ = teacher_label([sample_answer(completion(ROWS[index]), MATH) for index in pair], shared_pool(MATH))
         copied.add(copies_solution(answer, split_solution(problem)[1], MATH), pair in COPIED_LABELS)
     return [truncated, kept_whole, no_answer, generation, cut, leak, *signs.values(), judgement, copied]
 

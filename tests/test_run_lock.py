@@ -6,6 +6,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from sws.atomic_files import TEMP_PREFIX
 from sws.cli import app
 from sws.errors import UserError
 from sws.run_dir import RunDir
@@ -38,6 +39,32 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over_and_said(tmp_path, capsys)
     with run_lock(tmp_path):  # released and emptied: no takeover message the next time
         pass
     assert "took over" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [
+    json.dumps({"pid": 1, "host": "h\x1b]0;owned\x07", "command": "sws \u202eval\x1b[2J", "since": "t"}),
+    "\x1b[31mnot json\x07\u202e\n",
+])
+def test_a_stale_lock_is_printed_escaped_not_raw(tmp_path, capsys, content):
+    RunDir(tmp_path).lock.write_text(content)
+    with run_lock(tmp_path):
+        pass
+    err = " ".join(capsys.readouterr().err.split())
+    assert "took over" in err
+    assert not any(char in err for char in "\x1b\x07\u202e")
+    assert "\\x1b" in err
+
+
+def test_the_lock_holder_sweeps_the_temporaries_a_killed_command_left(tmp_path):
+    run = tmp_path / "run"
+    (run / "eval").mkdir(parents=True)
+    leftovers = [run / f"{TEMP_PREFIX}config.yaml.x1.tmp", run / "eval" / f"{TEMP_PREFIX}problems.parquet.x2.tmp"]
+    kept = [run / ".notes.tmp", run / "eval" / "problems.parquet", tmp_path / f"{TEMP_PREFIX}a.x3.tmp"]
+    for path in leftovers + kept:
+        path.write_text("half")
+    with run_lock(run):
+        assert not any(path.exists() for path in leftovers)
+    assert all(path.read_text() == "half" for path in kept)
 
 
 def _contend(run_dir: str, start, results) -> None:

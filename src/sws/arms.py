@@ -36,7 +36,8 @@ class Arm:
     runs_when: Callable[[Any], bool] | None = None
     # Arms with the same group train side by side where they can (`train.side_by_side`).
     side_by_side: str | None = None
-    # Keeps only the rollout groups in `train.online_filter` (the SwS authors' dynamic sampling).
+    # Keeps only the rollout groups in `train.online_filter` (the SwS authors' dynamic sampling) even with
+    # `train.online_filter_arms: augmented`; by default every continuing arm filters alike.
     online_filter: bool = False
     # Its rollout log (what `sws identify` reads for the initial arm); default `train/<name>/rollouts`.
     rollout_log: str = ""
@@ -65,6 +66,10 @@ class Arm:
             return arm(self.steps_as).steps(cfg)
         return steps
 
+    def filters_online(self, cfg: Any) -> bool:
+        """Whether its training keeps only the rollout groups in `train.online_filter` (when that is set)."""
+        return self.online_filter or (self.starts_from is not None and cfg.train.online_filter_arms == "continuations")
+
     def is_on(self, cfg: Any) -> bool:
         return self.runs_when is None or self.runs_when(cfg)
 
@@ -74,12 +79,23 @@ ARMS: tuple[Arm, ...] = (
     Arm("baseline", "problems", "initial", "baseline_steps", steps_as="augmented", side_by_side="continuations",
         label="seed only", short="base", called="the baseline"),
     Arm("augmented", "augmented", "initial", "augmented_steps", side_by_side="continuations", online_filter=True,
-        compared_with=("baseline", "selected"), label="synthetic", short="aug",
+        compared_with=("baseline", "selected", "untargeted"), label="synthetic", short="aug",
         caption="aug − base: augmented − baseline, in points"),
+    # Its control (`synthesize.untargeted_arm`): the same synthesis fed by random seed problems, trained alike.
+    Arm("untargeted", "untargeted/augmented", "initial", "augmented_steps", online_filter=True,
+        runs_when=lambda cfg: cfg.synthesize.untargeted_arm, compared_with=("baseline",), label="untargeted",
+        short="untg", called="untargeted synthesis",
+        caption="untg: the untargeted control (seed ∪ synthesis from random seed problems)"),
     # Selection against synthesis (`select.arm`): seed ∪ the pool problems `sws select` took, as long as augmented.
     Arm("selected", "selected_mix", "initial", "augmented_steps", runs_when=lambda cfg: cfg.select.arm,
-        compared_with=("baseline",), label="selected", short="sel",
+        side_by_side="selection", compared_with=("baseline", "random_selected"), label="selected", short="sel",
         caption="sel: the selected arm (seed ∪ pool problems nearest the weak ones)"),
+    # Its control (`select.random_arm`, paper §4.3): seed ∪ as many pool problems drawn at random, band-filtered alike.
+    Arm("random_selected", "random_selected_mix", "initial", "augmented_steps",
+        runs_when=lambda cfg: cfg.select.random_arm, side_by_side="selection", compared_with=("baseline",),
+        label="random pool",
+        short="rsel", called="random selection",
+        caption="rsel: the random-selection control (seed ∪ as many pool problems drawn at random)"),
 )
 NAMES = tuple(each.name for each in ARMS)
 # What `sws eval` evaluates besides the arms: `base` (train.init_model before any training) and `start` (the

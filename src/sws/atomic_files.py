@@ -7,18 +7,23 @@ While a stage runs, its declared output files are staged instead of renamed (`Ou
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
+import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import polars as pl
+
+from sws.errors import UserError
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -32,7 +37,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     tmp = ""
     try:
         with interrupts_deferred():  # a Ctrl-C between creating the file and owning it would leave it behind
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
             os.close(fd)
         try:
             write(Path(tmp))
@@ -81,7 +86,14 @@ _deferred: list[list[int]] = []
 def _defer(signum: int, frame: Any) -> None:
     _deferred[-1].append(signum)
 
+# Every temporary file sws writes is named TEMP_PREFIX + the final name + a random part + TEMP_SUFFIX, so that
+# the next command can tell a killed one's leftovers from anything else (`is_temporary`, `sweep_temporaries`).
+TEMP_PREFIX = ".sws-tmp."
 TEMP_SUFFIX = ".tmp"
+
+
+def is_temporary(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
 
 # Writers with a Rust core (polars) report an operating-system error inside their own exception type.
 RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
@@ -174,9 +186,54 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text(path, "".join(json.dumps(row) + "\n" for row in rows))
 
 
+def copy_file(source: Path, target: Path) -> None:
+    """A copy of `source` at `target`, written atomically: a link planted at `target` is replaced."""
+    atomic_write(target, lambda tmp: shutil.copyfile(source, tmp))
+
+
+def open_append(path: Path) -> TextIO:
+    """A log opened for appending, line-buffered; a link planted at `path` is refused, never followed."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = _open_own_file(Path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, "log")
+    return os.fdopen(fd, "a", buffering=1, errors="replace")
+
+
+def open_lock_file(path: Path) -> int:
+    """The descriptor of lock file `path`, created if missing and never truncated on opening; a link planted at
+    `path` is refused, never followed."""
+    return _open_own_file(Path(path), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, "lock file")
+
+
+def _open_own_file(path: Path, flags: int, kind: str) -> int:
+    """Open a file sws owns: never through a symbolic link, and only a regular file."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UserError(f"{path}: a symbolic link, not sws's {kind}; remove it and rerun") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{path}: not a regular file, so not sws's {kind}; remove it and rerun")
+    return fd
+
+
 def remove_leftover_temporaries(outputs: list[Path]) -> None:
     """Temporary files of these outputs left by a killed earlier run (one writer per run: none is in use)."""
     for output in map(Path, outputs):
         if output.parent.is_dir():
-            for leftover in output.parent.glob(f".{output.name}.*{TEMP_SUFFIX}"):
+            for leftover in output.parent.glob(f"{TEMP_PREFIX}{output.name}.*{TEMP_SUFFIX}"):
                 leftover.unlink(missing_ok=True)
+
+
+def sweep_temporaries(root: Path) -> int:
+    """Remove every temporary file under `root` (links to folders not followed): called by the one writer of a
+    run when it takes the run's lock, so nothing in use is removed. Returns how many it removed."""
+    removed = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            if is_temporary(name) and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed

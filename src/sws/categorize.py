@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from sws import text_hygiene
 from sws.config import PipelineConfig, require_roles
 from sws.engines.base import Completion
 from sws.errors import UserError
@@ -99,7 +100,7 @@ def _summary(lines: list[str], start: int, fields: dict[int, tuple[str, str]]) -
         if index in fields or (not lines[index] and any(text)):
             break
         text.append(lines[index])
-    return " ".join(" ".join(text).split()).strip(" *_")
+    return " ".join(text_hygiene.plain_text(" ".join(text)).split()).strip(" *_")
 
 
 def parse_label(text: str, categories: list[str]) -> Label | str:

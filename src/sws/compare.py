@@ -1,5 +1,8 @@
-"""`sws compare RUN...`: augmented − baseline across runs of one pipeline (seeds), with their mean and spread; where
-the runs trained the selected arm (`select.arm`), also selected − baseline and augmented − selected.
+"""`sws compare RUN...`: augmented − baseline across runs of one pipeline (seeds), with their mean and spread, and
+every other difference `sws.arms` declares where the runs trained both arms (selected − baseline, augmented −
+selected, and the controls: augmented − untargeted, selected − random_selected, each control − baseline); then
+where the gain sits (each difference on `weak_like` by category and family) and how often each arm drew the weak
+problems (`sws.gain_by_family`).
 
 One run measures its difference on a few hundred weak problems, so a single seed's gain is mostly noise; the
 paper's claim is about what holds over seeds. Each run contributes the overall shares from its `summary.json`
@@ -18,9 +21,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sws import arms
+from sws import arms, gain_by_family
 from sws.config import load_config
 from sws.errors import UserError
+from sws.experiment_check import check_seeds_of_one_experiment
 from sws.run_dir import RunDir
 from sws.stages.eval import read_summary
 
@@ -80,13 +84,14 @@ def machine_of(summary: dict) -> tuple[tuple[str, str], ...]:
 
 
 def run_results(runs: list[Path]) -> list[RunResult]:
-    """`run_result` of each run; a run given twice (under any spelling of its path) is a UserError, since it
-    would count as two seeds and shrink the standard error."""
+    """`run_result` of each run; a run given twice (under any spelling of its path), or runs that are not seeds of
+    one experiment (`sws.experiment_check`), are a UserError: they would count as seeds of one measurement."""
     seen: dict[Path, Path] = {}
     for run in map(Path, runs):
         if run.resolve() in seen:
             raise UserError(f"{run}: given twice (also as {seen[run.resolve()]}); list each run once")
         seen[run.resolve()] = run
+    check_seeds_of_one_experiment(list(map(Path, runs)))
     return [run_result(run) for run in runs]
 
 
@@ -214,6 +219,29 @@ def verdict(results: list[RunResult]) -> str:
             line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"
         lines.append(line)
     return "\n".join(lines)
+
+
+def where_the_gain_sits(runs: list[Path]) -> list[Table]:
+    """Each difference on weak_like per category and family, as the mean over runs with its SEM, and how often
+    each arm's training drew the weak problems (`sws.gain_by_family`)."""
+    per_run = [gain_by_family.run_breakdown(run) for run in runs]
+    if not any(found.height or draws.height for found, draws in per_run):
+        return []
+    effects = gain_by_family.mean_effects([found for found, _ in per_run])
+    gains = Table(title=f"Where the gain sits: weak_like Avg@k by category and family, over {len(runs)} runs")
+    for column in ("kind", "group", "difference", "runs", "problems", "mean (points)", "sem"):
+        gains.add_column(column, justify="left" if column in ("kind", "group", "difference") else "right")
+    for row in effects.iter_rows(named=True):
+        gains.add_row(row["kind"], row["group"], f"{SHORT[row['ahead']]} − {SHORT[row['behind']]}",
+                      str(row["runs"]), str(row["n"]), f"{row['points']:+.1f}",
+                      "–" if row["sem"] is None else f"{row['sem']:.1f}")
+    draws = gain_by_family.mean_draws([found for _, found in per_run])
+    exposure = Table(title="How often each arm's training drew the weak problems (mean over runs)")
+    for column in draws.columns:
+        exposure.add_column(column, justify="left" if column == "arm" else "right")
+    for row in draws.iter_rows():
+        exposure.add_row(row[0], *(f"{value:.2f}" if isinstance(value, float) else str(value) for value in row[1:]))
+    return [gains, exposure]
 
 
 def machine_line(results: list[RunResult]) -> str:

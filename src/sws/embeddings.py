@@ -7,6 +7,7 @@ passed to sentence-transformers as a local path or model id. The cache is one Pa
 
 Large sets (a selection pool of a million problems) go through `embed_in_chunks` instead: one chunk of rows in
 memory at a time, each chunk cached as a `.npy` file named by the hash of its texts.
+Embedding runs on a fixed number of threads (`sws.pinned_threads`), so its bytes do not depend on the process's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import polars as pl
 from sws.atomic_files import atomic_write, write_parquet
 from sws.config import EmbedderConfig
 from sws.errors import UserError
+from sws.pinned_threads import pinned_threads
 from sws.run_dir import RunDir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -63,8 +65,9 @@ def embed_texts(texts: Sequence[str], embedder: EmbedderConfig, run_dir: Path | 
     missing = sorted({text for text in texts if text not in cached})
     if missing:
         model = load_model(embedder.model)
-        vectors = model.encode(missing, batch_size=embedder.batch_size, convert_to_numpy=True,
-                               show_progress_bar=False)
+        with pinned_threads():
+            vectors = model.encode(missing, batch_size=embedder.batch_size, convert_to_numpy=True,
+                                   show_progress_bar=False)
         cached.update(zip(missing, normalize_rows(np.asarray(vectors, dtype=np.float32)), strict=True))
         if run_dir is not None:
             _write_cache(run_dir, embedder.model, cached)
@@ -94,8 +97,9 @@ def embed_in_chunks(texts: Sequence[str], embedder: EmbedderConfig, cache_dir: P
                     continue
                 except (OSError, ValueError):  # a damaged cache file is only a cache: embed again
                     pass
-        vectors = load_model(embedder.model).encode(chunk, batch_size=embedder.batch_size, convert_to_numpy=True,
-                                                    show_progress_bar=False)
+        with pinned_threads():
+            vectors = load_model(embedder.model).encode(chunk, batch_size=embedder.batch_size,
+                                                        convert_to_numpy=True, show_progress_bar=False)
         vectors = normalize_rows(np.asarray(vectors, dtype=np.float32))
         if path is not None:
             atomic_write(path, lambda target, rows=vectors: _save_array(target, rows))

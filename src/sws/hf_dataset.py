@@ -7,7 +7,8 @@ filter, `filtered.parquet`, with their labels, consistency and policy accuracy) 
 `datasets.load_dataset(folder)` reads (license, task categories, configs with their data files, features), then
 the provenance (the model of each role, sws version, config hash, seed), the synthesis funnel, the
 decontamination references and what they removed, and a loading snippet. `--push REPO` uploads the folder with
-huggingface_hub; without a token it is one error line.
+huggingface_hub; without a token it is one error line. The folder is empty or one this command wrote
+(`sws.hf_folder`), so an upload holds the export and nothing else.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sws.config import PipelineConfig
 from sws.errors import UserError
 from sws.fingerprints import config_hash
 from sws.funnel import FunnelRow, read_funnel
+from sws.hf_folder import MARKER, check_folder, claim_folder
 from sws.manifests import read_manifest
 from sws.stage import synthesis_steps
 from sws.tables import read_parquet, rejected_path, table_path
@@ -43,19 +45,45 @@ def data_file(config: str) -> str:
     return f"{config}/{DATA_FILE}"
 
 
+# Scalar polars types (by class, so that every width and alias maps) and their Hugging Face `Value` dtype.
+SCALAR_FEATURES: dict[type[pl.DataType], str] = {
+    pl.String: "string", pl.Boolean: "bool", pl.Binary: "binary", pl.Date: "date32", pl.Null: "null",
+    pl.Int8: "int8", pl.Int16: "int16", pl.Int32: "int32", pl.Int64: "int64",
+    pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32", pl.UInt64: "uint64",
+    pl.Float32: "float32", pl.Float64: "float64",
+}
+
+
+class UnmappedType(ValueError):
+    """A polars type with no Hugging Face feature."""
+
+
 def feature(dtype: pl.DataType) -> dict[str, Any]:
     """A polars type as a Hugging Face `features` entry (without the name)."""
-    if isinstance(dtype, pl.List):
+    if isinstance(dtype, pl.List | pl.Array):
         inner = feature(dtype.inner)
         return {"sequence": inner["dtype"]} if "dtype" in inner else {"sequence": inner}
     if isinstance(dtype, pl.Struct):
         return {"struct": [{"name": f.name, **feature(f.dtype)} for f in dtype.fields]}
-    names = {pl.Utf8: "string", pl.Int64: "int64", pl.Int32: "int32", pl.Float64: "float64", pl.Float32: "float32",
-             pl.Boolean: "bool"}
-    for known, name in names.items():
-        if dtype == known:
-            return {"dtype": name}
-    raise ValueError(f"no Hugging Face feature for polars type {dtype}")
+    if isinstance(dtype, pl.Datetime):
+        zone = f", tz={dtype.time_zone}" if dtype.time_zone else ""
+        return {"dtype": f"timestamp[{dtype.time_unit}{zone}]"}
+    if isinstance(dtype, pl.Duration):
+        return {"dtype": f"duration[{dtype.time_unit}]"}
+    name = SCALAR_FEATURES.get(dtype.base_type())
+    if name is None:
+        raise UnmappedType(str(dtype))
+    return {"dtype": name}
+
+
+def check_features(table: pl.DataFrame, path: Path) -> None:
+    """One line naming the file and column whose type `feature` cannot map."""
+    for column, dtype in table.schema.items():
+        try:
+            feature(dtype)
+        except UnmappedType:
+            raise UserError(f"{path}: column '{column}' has polars type {dtype}, which has no Hugging Face "
+                            "feature; cast or drop that column, then rerun `sws export hf`") from None
 
 
 def exportable(df: pl.DataFrame) -> pl.DataFrame:
@@ -153,11 +181,16 @@ def export(cfg: PipelineConfig, run_dir: Path, out: Path, license_id: str = "oth
     run_dir, out = Path(run_dir), Path(out)
     tables = {config: exportable(read_parquet(table_path(run_dir, table)))
               for config, table in CONFIG_TABLES.items() if table_path(run_dir, table).exists()}
+    for config, table in tables.items():
+        check_features(table, table_path(run_dir, CONFIG_TABLES[config]))
     if not tables:
         raise UserError(f"{run_dir}: no problem set to export (augmented, filtered or selected.parquet); run "
                         f"`sws mix --run {run_dir}` first")
+    own_files = {"README.md", *(data_file(config) for config in CONFIG_TABLES)}
+    check_folder(out, own_files)
     if push is not None:
         token = hub_token()
+    claim_folder(out, own_files, {"README.md", *(data_file(config) for config in tables)})
     for config, table in tables.items():
         write_parquet(table, out / data_file(config))
     write_text(out / "README.md", card(cfg, run_dir, tables, license_id, push))
@@ -182,7 +215,7 @@ def upload(folder: Path, repo: str, token: str) -> None:
     api = HfApi(token=token)
     try:
         api.create_repo(repo, repo_type="dataset", exist_ok=True)
-        api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset")
+        api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset", ignore_patterns=[MARKER])
     except Exception as exc:  # network, auth and hub errors all end the same way: one line, the folder kept
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"--push {repo}: upload failed ({first_line}); the dataset is in {folder}") from None

@@ -3,6 +3,7 @@ back to skip a stage whose inputs and settings have not changed."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -49,6 +50,19 @@ def cpu_kernels() -> str | None:
     except ImportError:
         return None
     return torch.backends.cpu.get_cpu_capability()
+
+
+@functools.cache
+def float_environment() -> dict[str, Any]:
+    """What decides float results besides the inputs and settings: torch's version, the vector kernels it uses,
+    MKL's reproducibility mode and torch's thread count. Taken once, when the process first asks (a trainer
+    pins the thread count for itself later on), so every stage of one command sees the same values."""
+    try:
+        import torch
+    except ImportError:
+        return {"torch": None}
+    return {"torch": torch.__version__, "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+            "mkl_cbwr": os.environ.get("MKL_CBWR"), "torch_threads": torch.get_num_threads()}
 
 
 def environment() -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Near-duplicate detection for problem texts (within a batch, against the seed set and benchmark files).
 
 The rule, chosen so that short arithmetic problems that differ in one number stay distinct:
-- two problems are duplicates when their normalised texts are equal (case, spacing, spaces around symbols and
-  closing punctuation ignored), whatever their length;
+- two problems are duplicates when their normalised texts are equal (case, spacing, spaces around symbols,
+  closing punctuation and the order of commuted operands, `8+47` / `47+8`, ignored), whatever their length;
 - two longer problems (both normalised texts at least `min_chars` long) are near-duplicates when they state the
   same numbers (as a multiset) and the Jaccard similarity of their character 4-gram sets is at least
   `threshold`. Problems that state different numbers are different problems: "Compute 47+85." and
@@ -16,6 +16,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from sws.commuted import commuted_key
+
 SHINGLE_SIZE = 4
 _SPACE = re.compile(r"\s+")
 _SPACE_AROUND_SYMBOL = re.compile(r"\s*([^\w\s])\s*")
@@ -23,8 +25,9 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def problem_key(text: str) -> str:
-    """What two spellings of one problem share: the one rule for duplicates in prepare, generate and mix."""
-    text = _SPACE.sub(" ", text.casefold()).strip()
+    """What two spellings of one problem share: the one rule for duplicates in prepare, generate and mix.
+    Commuted operands (`8+47`, `47+8`) are one spelling (`sws.commuted`)."""
+    text = commuted_key(_SPACE.sub(" ", text.casefold()).strip())
     text = _SPACE_AROUND_SYMBOL.sub(r"\1", text)
     return text.rstrip(".?!$ ").strip()
 

@@ -19,13 +19,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sws import arms, preflight, runner, ui
+from sws import answer, arms, preflight, runner, ui
 from sws.config import PipelineConfig, save_run_config, with_overrides
 from sws.run_dir import RunDir
 from sws.stage import Stage, get_stage, run_stages, synthesis_steps
 from sws.stages import eval as eval_stage
 from sws.stages import rounds
-from sws.tables import read_table
+from sws.tables import read_table, table_path
 from sws.world import PipelineStep, get_world
 
 
@@ -39,8 +39,10 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
 
 def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
     """The world's setup steps, then every declared stage `sws run` runs that the config asks for, in order."""
-    return [*get_world(cfg.world).setup_steps(),
-            *(declared_step(stage) for stage in run_stages() if stage.is_on(cfg))]
+    stages = [stage for stage in run_stages() if stage.is_on(cfg)]
+    if cfg.cotrain.only:  # a co-training pipeline: the seed problems, the co-training arms, the report
+        stages = [stage for stage in stages if stage.name in ("prepare", "report") or stage.section == "cotrain"]
+    return [*get_world(cfg.world).setup_steps(), *(declared_step(stage) for stage in stages)]
 
 
 def declared_step(stage: Stage) -> PipelineStep:
@@ -102,16 +104,18 @@ def record_round(cfg: PipelineConfig, round_cfg: PipelineConfig, run_dir: Path, 
 
 def headline_table(summary: dict[str, Any]) -> Table:
     """Per category and overall: the share of previously weak problems each policy solves greedily."""
-    present = [name for name in arms.NAMES if f"weak_solved_{name}" in summary]
-    table = Table(title=f"Previously weak problems solved ({summary.get('n_weak', 0)} weak problems)")
+    present = [each for each in arms.ARMS if f"weak_solved_{each.name}" in summary]
+    table = Table(title=f"Diagnostics: the {summary.get('n_weak', 0)} previously weak (training) problems "
+                        "solved greedily, in %")
     table.add_column("category")
-    for name in present:
-        table.add_column(name, justify="right")
-    differences = [pair for pair in arms.against(arms.HEADLINE[1]) if set(pair) <= set(present)]
+    for each in present:
+        table.add_column(answer.name_of(each), justify="right")
+    names = {each.name for each in present}
+    differences = [pair for pair in arms.against(arms.HEADLINE[1]) if set(pair) <= names]
     for ahead, behind in differences:
-        table.add_column(f"{ahead} − {behind}", justify="right")
-    categories = sorted({category for name in present
-                         for category in summary[f"weak_solved_{name}"]["per_category"]})
+        table.add_column(answer.difference_name(ahead, behind), justify="right")
+    categories = sorted({category for each in present
+                         for category in summary[f"weak_solved_{each.name}"]["per_category"]})
 
     def share(name: str, category: str | None) -> float | None:
         solved = summary[f"weak_solved_{name}"]
@@ -119,18 +123,41 @@ def headline_table(summary: dict[str, Any]) -> Table:
 
     last_category = categories[-1] if categories else None
     for category in [*categories, None]:
-        values = [share(name, category) for name in present]
-        cells = ["–" if value is None else f"{value:.1%}" for value in values]
+        values = [share(each.name, category) for each in present]
+        cells = ["–" if value is None else f"{100 * value:.1f} %" for value in values]
         for ahead, behind in differences:
             better, worse = share(ahead, category), share(behind, category)
-            cells.append("–" if better is None or worse is None else f"{better - worse:+.1%}")
+            cells.append("–" if better is None or worse is None else f"{100 * (better - worse):+.1f} pts")
         table.add_row(category or "[bold]overall[/bold]", *cells, end_section=category == last_category)
+    return table
+
+
+ANSWER_TITLE = f"The answer: {answer.MEASURE} on the held-out sets"
+
+
+def answer_table(run_dir: Path) -> Table | None:
+    """`sws.answer`'s table of the run (None before eval measured a held-out set)."""
+    if not all(table_path(run_dir, name).exists() for name in ("eval/problems", eval_stage.SETS)):
+        return None
+    frame = answer.answer_table(read_table(run_dir, "eval/problems"),
+                                answer.held_out_sets(read_table(run_dir, eval_stage.SETS)))
+    if frame.is_empty():
+        return None
+    table = Table(title=ANSWER_TITLE)
+    for position, column in enumerate(frame.columns):
+        table.add_column(column, justify="left" if position == 0 else "right", no_wrap=position > 0)
+    for row in frame.iter_rows():
+        table.add_row(*row)
     return table
 
 
 def print_headline(run_dir: Path, console: Console | None = None) -> None:
     headline = eval_stage.read_summary(run_dir)
-    console = console or Console()
+    console = console or ui.stdout_console()
+    found = answer_table(run_dir)
+    if found is not None:
+        console.print(found)
+        console.print(answer.DEFINITION)
     console.print(headline_table(headline))
     for line in headline_lines(headline):
         console.print(line)
@@ -151,12 +178,13 @@ def headline_lines(summary: dict[str, Any]) -> list[str]:
         shares = {name: summary.get(f"{prefix}_{name}", {}).get("overall") for name in arms.NAMES}
         if all(share is None for share in shares.values()):
             continue
-        line = f"{title}: " + ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share is not None)
+        line = f"{title}: " + ", ".join(f"{answer.name_of(arms.arm(name))} {100 * share:.1f} %"
+                                        for name, share in shares.items() if share is not None)
         error = errors.get(eval_set, {}).get(eval_stage.DIFFERENCE, {}).get(measure)
         ahead, behind = (shares.get(name) for name in arms.HEADLINE)
         if ahead is not None and behind is not None and error is not None:
-            line += (f" ({eval_stage.DIFFERENCE} {100 * (ahead - behind):+.1f} ± "
-                     f"{100 * error:.1f} points, one standard error)")
+            line += (f" ({answer.difference_name(*arms.HEADLINE)} {100 * (ahead - behind):+.1f} ± "
+                     f"{100 * error:.1f} pts, one standard error)")
         lines.append(line)
     return lines
 
@@ -177,4 +205,4 @@ def print_rounds(run_dir: Path, console: Console | None = None) -> None:
     for row in per_round.iter_rows(named=True):
         table.add_row(*("–" if row[column] is None else f"{row[column]:.1%}" if isinstance(row[column], float)
                         else str(row[column]) for column in columns))
-    (console or Console()).print(table)
+    (console or ui.stdout_console()).print(table)

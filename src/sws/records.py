@@ -26,7 +26,9 @@ from pathlib import Path
 
 import polars as pl
 
+from sws import text_hygiene
 from sws.categorize import UNCATEGORIZED, Categorizer, category_key, with_category_source
+from sws.commuted import commuted_key
 from sws.config import PrepareConfig
 from sws.errors import UserError
 from sws.near_duplicates import problem_key
@@ -182,9 +184,15 @@ def _blank(values: pl.Series) -> pl.Series:
     return (values.is_null() | (values.str.strip_chars() == "")).fill_null(True)
 
 
+def _hostile(values: pl.Series) -> pl.Series:
+    """Texts with a control or bidi character (`sws.text_hygiene`): pool and seed problems as generated ones."""
+    return values.map_elements(lambda text: text_hygiene.hostile_character(text) is not None,
+                               return_dtype=pl.Boolean, skip_nulls=False).fill_null(False)
+
+
 def content_id(problem: str) -> str:
-    """A stable id from the problem text (whitespace collapsed)."""
-    return hashlib.sha256(normalise_text(problem).encode()).hexdigest()[:ID_HASH_CHARS]
+    """A stable id from the problem text (whitespace collapsed; commuted operands, `8+47` / `47+8`, in one order)."""
+    return hashlib.sha256(commuted_key(normalise_text(problem)).encode()).hexdigest()[:ID_HASH_CHARS]
 
 
 def normalize_records(
@@ -255,6 +263,7 @@ def split_rejected(table: pl.DataFrame, allowed_categories: set[str]) -> tuple[p
     checks: list[tuple[str, Callable[[pl.DataFrame], pl.Series]]] = [
         (EMPTY_PROBLEM, lambda rows: _blank(rows["problem"])),
         (MISSING_ANSWER, lambda rows: _blank(rows["answer"])),
+        (text_hygiene.REJECT_REASON, lambda rows: _hostile(rows["problem"]) | _hostile(rows["answer"])),
         (CATEGORY_NOT_ALLOWED, lambda rows: ~rows["category"].is_in(list(allowed_categories))),
         (DUPLICATE_PROBLEM, lambda rows: ~rows["problem"].map_elements(problem_key, return_dtype=pl.Utf8)
          .is_first_distinct()),

@@ -11,6 +11,10 @@ from sws.errors import UserError
 PILOT_MARKER = ".pilot"
 # The folder of the later rounds of `sws run --rounds N` (round r > 1 is `rounds/<r>/`).
 LATER_ROUNDS = "rounds"
+# The folder of the untargeted-synthesis control (`sws.stages.untargeted`): a run of its own inside the run, marked
+# by CONTROL_MARKER.
+UNTARGETED = "untargeted"
+CONTROL_MARKER = ".control"
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,10 @@ class RunDir:
 
     @property
     def caches(self) -> Path:
-        """The request and embedding caches; the estimate's pilot uses its run's, so the run reuses its answers."""
-        pilot_of = self.root.parent if (self.root / PILOT_MARKER).is_file() else self.root
-        return pilot_of / "cache"
+        """The request and embedding caches; the estimate's pilot and the untargeted control use their run's, so
+        the run reuses their answers and they the run's."""
+        inside = (self.root / PILOT_MARKER).is_file() or (self.root / CONTROL_MARKER).is_file()
+        return (self.root.parent if inside else self.root) / "cache"
 
     @property
     def request_cache(self) -> Path:
@@ -107,6 +112,10 @@ class RunDir:
         """An arm's final model."""
         return final_dir(self.train(arm))
 
+    def cotrain_checkpoints(self, arm: str) -> Path:
+        """A co-training arm's step checkpoints (`sws.cotrain.session`): both policies, RNG states, rows."""
+        return self.root / "cotrain" / arm / "checkpoints"
+
     @property
     def initial_checkpoint(self) -> Path:
         """The initially trained policy: what an empty `roles.policy.model` means."""
@@ -127,6 +136,16 @@ class RunDir:
     def round(self, number: int) -> RunDir:
         """Round `number` of `sws run --rounds N`: round 1 is the run itself, a later round `rounds/<number>/`."""
         return RunDir(self.root / in_round(number, ""))
+
+    @property
+    def untargeted(self) -> RunDir:
+        """The run folder of the untargeted-synthesis control: its seed problems, synthesis and training set."""
+        return RunDir(self.root / UNTARGETED)
+
+    @property
+    def control_marker(self) -> Path:
+        """Marks a control's run folder inside a run (`untargeted/`): its caches are the run's."""
+        return self.root / CONTROL_MARKER
 
     @property
     def round_of(self) -> RunDir | None:

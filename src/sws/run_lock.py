@@ -9,12 +9,10 @@ has open would let two commands hold "the" lock at once.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
 import socket
-import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sws import ui
+from sws.atomic_files import open_lock_file, sweep_temporaries
 from sws.errors import UserError
 from sws.run_dir import RunDir
 
@@ -32,8 +31,15 @@ LOCK_NAME = ".sws.lock"
 
 
 def _describe(holder: dict[str, Any]) -> str:
-    return (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
-            f"(`{holder.get('command', '?')}`, since {holder.get('since', '?')})")
+    fields = {name: _shown(holder.get(name, "?")) for name in ("pid", "host", "command", "since")}
+    return f"pid {fields['pid']} on {fields['host']} (`{fields['command']}`, since {fields['since']})"
+
+
+def _shown(value: object) -> str:
+    """A field of the lock file as the terminal may show it: anyone who can write the run can write the lock
+    file, so control and bidi characters (an ANSI escape, a right-to-left override) are printed escaped."""
+    text = str(value)[:200]
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
 def _read_holder(fd: int) -> dict[str, Any] | None:
@@ -48,28 +54,13 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
     return holder if isinstance(holder, dict) else {"command": text[:80]}
 
 
-def _open_lock_file(path: Path) -> int:
-    """Open (or create) the lock file itself: never through a symbolic link, and only a regular file, since the
-    lock truncates and writes what it opens."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        raise UserError(f"{path}: a symbolic link, not sws's lock file; remove it and rerun") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UserError(f"{path}: not a regular file, so not sws's lock file; remove it and rerun")
-    return fd
-
-
 @contextmanager
 def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
     """Hold the run's lock for the duration; a second holder gets a UserError naming the first at once."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = RunDir(run_dir).lock
-    fd = _open_lock_file(path)
+    fd = open_lock_file(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -81,6 +72,7 @@ def run_lock(run_dir: Path, command: str | None = None) -> Iterator[None]:
         stale = _read_holder(fd)
         if stale is not None:
             ui.info(f"{path}: took over the lock of {_describe(stale)}, which is no longer running")
+        sweep_temporaries(run_dir)  # a killed command's half-written files: this holder is the run's one writer
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "command": command or " ".join(["sws", *sys.argv[1:]]),
               "since": time.strftime("%Y-%m-%dT%H:%M:%S")}

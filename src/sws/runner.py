@@ -10,7 +10,9 @@ and the manifest, committed as one set (`commit_stage`). A compute function neve
 A declared read `<table>.rejected` is the rejected rows beside `<table>`; a stage may read another run folder's
 tables (`Stage.reads_from`: a later round reads the round before's), and reads the run's manifests through its
 context (`StageContext.manifest`, `manifests`). `context` builds a stage's context without running it (what
-`sws train --dry-run` prepares from), and `is_current` says whether `run_stage` would skip it.
+`sws train --dry-run` prepares from), and `is_current` says whether `run_stage` would skip it. Inside `planning()`
+(`sws run --dry-run`) no stage runs: `commit_stage` records each current stage and raises `WouldRun` at the first
+that is not, with the reason it would run.
 
 Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in round r: their round tables
 (`ROUND_TABLES`) and manifests then live under `adapt/round-<r>/`, and the same declarations serve.
@@ -18,10 +20,11 @@ Adaptive regeneration (`sws.stages.adapt`) runs the synthesis stages again in ro
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from sws.atomic_files import (
     OutputSet,
     absolute,
     atomic_write,
+    copy_file,
     interrupts_deferred,
     remove_leftover_temporaries,
     running_stages,
@@ -41,6 +45,7 @@ from sws.atomic_files import (
 )
 from sws.config import PipelineConfig
 from sws.engines.base import Completion
+from sws.engines.cache import tally as cache_tally
 from sws.errors import UserError
 from sws.executors import Executor, executor_for
 from sws.fingerprints import config_hash, fingerprint
@@ -49,6 +54,7 @@ from sws.manifests import (
     StageResult,
     current_manifest,
     fingerprints,
+    float_environment,
     package_versions,
     read_manifest,
     remove_manifest,
@@ -65,6 +71,32 @@ from sws.world import World, get_world
 ROUND_TABLES = frozenset({"concept_sets", "synthetic", "rated", "labeled", "audited", "scored"})
 # A declared read `<table>.rejected` is the rejected rows beside `<table>`: any columns, with `reject_reason`.
 REJECTED = ".rejected"
+# The stages found current so far while planning (`planning()`); None: stages run.
+_planned: ContextVar[list[str] | None] = ContextVar("planned", default=None)
+
+
+class WouldRun(Exception):
+    """Raised while planning at the first stage that would run, with why (`manifests.stale_reason`)."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage, self.reason = stage, reason
+
+
+@contextlib.contextmanager
+def planning() -> Iterator[list[str]]:
+    """Within it, stages are checked, not run: the list fills with the current stages' names, in order, and the
+    first stage that would run raises `WouldRun`. Nothing is written."""
+    planned: list[str] = []
+    token = _planned.set(planned)
+    try:
+        yield planned
+    finally:
+        _planned.reset(token)
+
+
+def is_planning() -> bool:
+    return _planned.get() is not None
 
 
 def scoped(name: str, adapt_round: int) -> str:
@@ -176,6 +208,8 @@ def plan(stage: Stage, cfg: PipelineConfig, run: RunDir, adapt_round: int, optio
     outputs = [*(run.table(table) for table in writes.values()),
                *(run.rejected(writes[table]) for table in stage.rejects), *files]
     settings = stage.settings(cfg, options) if stage.settings is not None else {}
+    if stage.float_results:
+        settings = {**settings, "float_environment": float_environment()}
     return Plan(round_name(stage.name, adapt_round), source, present, writes, inputs, outputs, settings)
 
 
@@ -277,6 +311,11 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     inputs_fp = fingerprints(run_dir, inputs)
     previous = read_manifest(run_dir, stage)
     reason = stale_reason(previous, wanted_hash, inputs_fp, fingerprints(run_dir, outputs))
+    planned = _planned.get()
+    if planned is not None:
+        if reason is not None or force:
+            raise WouldRun(stage, reason or "--force reruns it")
+        planned.append(stage)
     if reason is None and not force:
         ui.info(f"{stage}: up to date, skipped ({layout.manifest(stage)} matches; --force reruns it)")
         return skipped_result(stage, previous)
@@ -290,7 +329,7 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
     declared = OutputSet({absolute(p) for p in outputs if not Path(p).is_dir()})
     running_stages.append(declared)
     try:
-        with tokens.ledger() as used_tokens:
+        with tokens.ledger() as used_tokens, cache_tally() as cache_use:
             result = body()
     except tokens.CapReached as stop:
         with interrupts_deferred():
@@ -310,6 +349,9 @@ def commit_stage(run_dir: Path, stage: str, *, config: Any, inputs: list[Path], 
         running_stages.pop()
     with interrupts_deferred():
         declared.commit()
+    hits, misses = cache_use
+    if hits + misses:
+        ui.info(f"{stage}: request cache {hits} hits, {misses} misses ({hits / (hits + misses):.0%} reused)")
     missing = [str(p) for p in outputs if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"stage {stage} finished without writing its outputs {missing}")
@@ -329,7 +371,7 @@ def copy_tables(source: Path | str, target: Path | str, names: Iterable[str]) ->
     for name in names:
         original, copy = RunDir(source).table(name), RunDir(target).table(name)
         if original.exists() and (not copy.exists() or fingerprint(copy) != fingerprint(original)):
-            shutil.copyfile(original, copy)
+            copy_file(original, copy)
 
 
 def run(stage: Stage, cfg: PipelineConfig, run_dir: Path | str, force: bool = False, **options: Any) -> Any:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sws import ui
+from sws.atomic_files import open_append
 
 POLL_SECONDS = 0.5
 
@@ -48,8 +49,7 @@ def run_side_by_side(tasks: list[Task]) -> list[Any]:
 
 
 def _call_logged(log: Path, function: Callable[..., Any], args: tuple) -> Any:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", buffering=1) as stream:
+    with open_append(log) as stream:
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
         ui.log_to(stream)

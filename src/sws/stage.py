@@ -10,7 +10,7 @@ runs other stages (synthesize, the training runs side by side) has a `drive` fun
 `STAGE_MODULES` lists the modules in the method's order, by name, so this module imports none of them; an
 entry `module:GROUP` takes that module's declarations `GROUP` instead of `DECLARED`. `sws run` runs the
 stages with `in_run` in this order. Adding a stage is its module with its declaration and one entry here; a
-stage without a command of its own gets `sws <name> --run DIR [options]` made from its declaration.
+stage without a command of its own gets `sws <name-with-hyphens> --run DIR [options]` made from its declaration.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 STAGE_MODULES = (
     "prepare", "ingest", "train:DECLARED_INITIAL", "identify", "extract", "combine", "generate", "rate", "label",
-    "audit", "synthesize", "score", "filter", "select", "mix", "export", "train:DECLARED_CONTINUATIONS", "eval", "report",
+    "audit", "synthesize", "score", "filter", "untargeted", "select", "select_random", "mix", "export", "train:DECLARED_CONTINUATIONS", "cotrain", "eval", "report",
     "rounds",
 )
 
@@ -69,6 +69,9 @@ class Stage:
     output_files: Callable[[Any, Any, dict[str, Any]], list[Any]] | None = None
     # Runs the stage itself, as (config, run folder, force, **options): a stage made of other stages.
     drive: Callable[..., Any] | None = None
+    # Its outputs are float results (trained weights, sampled answers, distances): the float environment
+    # (`sws.manifests.float_environment`) joins its settings, so another kernel or torch version reruns it.
+    float_results: bool = False
     # The teacher roles it calls (checked before any model is called).
     roles: tuple[str, ...] = ()
     # The config section whose settings decide what it computes.
@@ -79,7 +82,7 @@ class Stage:
     synthesis_step: bool = False
     # It records a funnel row (rows in, kept, rejected by reason) in its manifest.
     funnel: bool = False
-    # The command that runs it; None: `sws <name>`, made from this declaration with `options`.
+    # The command that runs it; None: `sws <command_name>`, made from this declaration with `options`.
     command: str | None = None
     options: tuple[Option, ...] = field(default_factory=tuple)
     example: str = ""
@@ -95,8 +98,13 @@ class Stage:
         return self.runs_when is None or self.runs_when(cfg)
 
     @property
+    def command_name(self) -> str:
+        """Its command's name: verb-noun words joined by hyphens, as every command is (`mix-selected`)."""
+        return (self.command.split()[1] if self.command else self.name.replace("_", "-"))
+
+    @property
     def how_to_run(self) -> str:
-        return self.command or f"sws {self.name}"
+        return self.command or f"sws {self.command_name}"
 
 
 @functools.cache

@@ -13,8 +13,9 @@ import polars as pl
 
 from sws import arms
 from sws.atomic_files import write_parquet
+from sws.cotrain.arms import COTRAIN_ARMS
 from sws.errors import UserError
-from sws.run_dir import LATER_ROUNDS, RunDir
+from sws.run_dir import LATER_ROUNDS, UNTARGETED, RunDir
 from sws.stage import producer_of
 
 STR = pl.Utf8
@@ -34,6 +35,24 @@ ROLLOUT_COLUMNS: dict[str, pl.DataType] = {"step": INT, "problem_id": STR, "n": 
 EVAL_PROBLEMS: dict[str, pl.DataType] = {
     "checkpoint": STR, "eval_set": STR, "problem_id": STR, "category": STR,
     "greedy_correct": BOOL, "n": INT, "n_correct": INT, "k": INT, "problem": STR,
+}
+
+COTRAIN_POOL: dict[str, pl.DataType] = {
+    "step": INT, "slot": INT, "task_id": INT, "context_hash": STR, "problem": STR, "answer": STR,
+    "synth_answer": STR, "category": STR, "valid": BOOL, "reject_reason": STR, "quality": FLOAT,
+    "reliability": FLOAT, "k": INT, "n_correct": INT, "sr": FLOAT, "teachability": FLOAT, "reward": FLOAT,
+}
+
+COTRAIN_METRICS: dict[str, pl.DataType] = {
+    "step": INT, "generated": INT, "valid": INT, "acceptance": FLOAT, "productive": INT, "productive_rate": FLOAT,
+    "productive_of_valid": FLOAT, "sr_zero": INT, "sr_one": INT, "sr_histogram": pl.List(INT),
+    "synth_reward_mean": FLOAT, "synth_reward_std": FLOAT, "distinct_problems": FLOAT, "category_entropy": FLOAT,
+    "synth_label_error": FLOAT, "seconds_generate": FLOAT, "seconds_verify": FLOAT, "seconds_solve": FLOAT,
+    "seconds_update": FLOAT,
+}
+
+COTRAIN_VALIDATION: dict[str, pl.DataType] = {
+    "task_id": INT, "problem": STR, "answer": STR, "category": STR, "k": INT, "n_correct": INT, "accuracy": FLOAT,
 }
 
 # Key columns of each artifact (DESIGN §3). Artifacts may carry more columns; these must be present and typed.
@@ -71,6 +90,10 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "augmented": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     # The selected arm's training set (`select.arm`): seed ∪ selected, mixed as augmented is.
     "selected_mix": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+    # The random-selection control (`select.random_arm`): pool problems drawn at random, and seed ∪ them.
+    "random_selected": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR,
+                        "distance": FLOAT, "nearest_weak_id": STR},
+    "random_selected_mix": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
     # Each arm's curve and rollout log (the initial arm's is `rollouts`, what identify reads).
     **{arm.curve: {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT} for arm in arms.ARMS},
     **{arm.rollouts: ROLLOUT_COLUMNS for arm in arms.ARMS},
@@ -91,6 +114,10 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
                "status": STR},
     "rounds_summary": {"round": INT, "n_weak": INT, "n_kept": INT},
     "reference_rated": {"syn_id": STR, "verdicts": STR},
+    # Co-training (`sws.cotrain`): every candidate task, the metrics per step, the held-out answers, per arm.
+    **{arm.pool: COTRAIN_POOL for arm in COTRAIN_ARMS},
+    **{arm.metrics: COTRAIN_METRICS for arm in COTRAIN_ARMS},
+    **{arm.validation: COTRAIN_VALIDATION for arm in COTRAIN_ARMS},
 }
 
 # Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own
@@ -103,6 +130,9 @@ ROUND_PREFIX = re.compile(rf"^{ADAPT_DIR}/round-\d+/")
 # named `rounds/<r>/<table>` (`sws.run_dir.in_round`).
 LATER_ROUND_PREFIX = re.compile(rf"^{LATER_ROUNDS}/\d+/")
 
+# The untargeted control's folder holds the tables of a run (`untargeted/augmented`, say).
+UNTARGETED_PREFIX = re.compile(rf"^{UNTARGETED}/")
+
 
 def round_name(name: str, adapt_round: int) -> str:
     """The table or stage `name` of adaptive round `adapt_round` (round 0 is the original synthesis)."""
@@ -112,7 +142,7 @@ def round_name(name: str, adapt_round: int) -> str:
 def artifact_kind(name: str) -> str:
     """The artifact a (possibly per-round) table name holds: adapt/round-2/labeled -> labeled,
     rounds/2/weakness -> weakness."""
-    return ROUND_PREFIX.sub("", LATER_ROUND_PREFIX.sub("", name))
+    return ROUND_PREFIX.sub("", LATER_ROUND_PREFIX.sub("", UNTARGETED_PREFIX.sub("", name)))
 
 
 def table_path(run_dir: Path, name: str) -> Path:
@@ -180,12 +210,30 @@ def read_records(path: Path) -> pl.DataFrame:
 
 
 def read_table(run_dir: Path, name: str) -> pl.DataFrame:
-    """Read and validate artifact `name`; a missing file names the command that makes it."""
+    """Read and validate artifact `name`; a missing or damaged file names the command that makes it."""
     path = table_path(run_dir, name)
     if not path.exists():
-        producer = ("sws filter" if ROUND_PREFIX.match(name) else "sws run PIPELINE --rounds N"
-                    if LATER_ROUND_PREFIX.match(name) else producer_of(name))
-        raise UserError(f"{path}: not found; run `{producer} --run {run_dir}` first")
-    df = read_parquet(path)
-    check_schema(df, name, path)
+        raise UserError(f"{path}: not found; run `{_producer(name)} --run {run_dir}` first")
+    try:
+        df = pl.read_parquet(path)
+        check_schema(df, name, path)
+    except UserError as exc:
+        raise UserError(f"{exc}; {_rebuild(name, run_dir)}") from None
+    except Exception as exc:  # polars raises several types for corrupt files
+        raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}); "
+                        f"{_rebuild(name, run_dir)}") from None
     return df
+
+
+def _producer(name: str) -> str:
+    return ("sws filter" if ROUND_PREFIX.match(name) else "sws run PIPELINE --rounds N"
+            if LATER_ROUND_PREFIX.match(name) else "sws untargeted" if UNTARGETED_PREFIX.match(name)
+            else producer_of(name))
+
+
+def _rebuild(name: str, run_dir: Path) -> str:
+    """The fix for a damaged table: a table sws wrote is written again by the command that makes it."""
+    try:
+        return f"delete it and rerun `{_producer(name)} --run {run_dir}`, which writes it again"
+    except KeyError:  # a table no stage of this run writes (a later round's inputs): rewritten where it came from
+        return "rewrite it"

@@ -23,3 +23,17 @@ def hostile_character(text: str | None) -> str | None:
 
 def any_hostile(texts: list[str]) -> bool:
     return any(hostile_character(text) for text in texts)
+
+
+# Markup a model may put in free text that a page shows (a categorizer's summary): script and style blocks with
+# their content, and the tags of HTML elements: named elements, attributes only as name=value, so that
+# "a<b and c>d" stays as it is.
+_SCRIPT_BLOCK = re.compile(r"<(script|style)\b[^>]*>.*?(?:</\1\s*>|$)", re.I | re.S)
+_TAG = re.compile(r"</?(?:a|b|i|u|p|br|hr|em|strong|span|div|img|svg|iframe|object|embed|link|meta|form|input|button|"
+                  r"script|style|html|head|body|title|table|tr|td|th|ul|ol|li|h[1-6]|pre|code|sup|sub|font)"
+                  r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>]+))*\s*/?>""", re.I)
+
+
+def plain_text(text: str) -> str:
+    """`text` without control or bidi characters and without markup, for free text kept as it is (not rejected)."""
+    return _HOSTILE.sub("", _TAG.sub("", _SCRIPT_BLOCK.sub("", text)))

@@ -39,6 +39,9 @@ class PipelineStep:
 
     name: str
     run: Callable[[Any, Path, bool], Any]
+    # For a step that keeps what it makes outside the run (no manifest): (config) -> why it would run, None when
+    # what it makes is there. None: the step runs its stages through the runner.
+    would_run: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,11 @@ class World:
         """Fresh problems like the run's weak ones (their families, say), if the world can make them: they tell a
         learned skill from learned problems. None of them may have a `problem_key` in `exclude` (every problem a
         checkpoint trains on). None: the world cannot make such problems."""
+        return None
+
+    def family_of(self, problem: str) -> str | None:
+        """The family a problem belongs to, finer than its category (where the report and `sws compare` break the
+        held-out effect down); None: the world tags no families."""
         return None
 
     def selection_pool(self, cfg: Any, run_dir: Path, force: bool = False) -> Path | None:

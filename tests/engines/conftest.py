@@ -1,10 +1,18 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _openai_server import FakeServer, serving
 
 from sws.worlds.arith.policy import build_policy
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serving() as fake:
+        yield fake
 
 
 @pytest.fixture(scope="session")

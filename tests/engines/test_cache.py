@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from sws import ui
 from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request
-from sws.engines.cache import CachedEngine, cache_identity, request_key
+from sws.engines.cache import CachedEngine, cache_identity, request_key, tally
 from sws.errors import UserError
 
 IDENTITY = {"engine": "counting", "model": "echo", "model_fingerprint": None, "options": {}}
@@ -110,12 +111,29 @@ def test_completions_come_back_in_request_order_and_hit_rate_is_counted(tmp_path
     assert engine.hit_rate == pytest.approx(5 / 6)
 
 
-def test_the_hit_rate_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tally_counts_the_hits_and_misses_of_every_engine_in_its_block(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "requests.sqlite"
     requests = [Request(prompt="a", n=2), Request(prompt="b", n=2)]
     CachedEngine(CountingEngine(), db, IDENTITY).generate(requests[:1])
     capsys.readouterr()
-    CachedEngine(CountingEngine(), db, IDENTITY).generate(requests)
+    with tally() as counts:
+        for _ in range(2):
+            CachedEngine(CountingEngine(), db, IDENTITY).generate(requests)
+    assert counts == [6, 2]
+    assert "request cache" not in capsys.readouterr().err  # one line per stage, from the runner
+
+
+def test_with_verbose_each_batch_reports_its_cache_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "requests.sqlite"
+    requests = [Request(prompt="a", n=2), Request(prompt="b", n=2)]
+    CachedEngine(CountingEngine(), db, IDENTITY).generate(requests[:1])
+    capsys.readouterr()
+    ui.set_verbosity(quiet=False, verbose=True)
+    try:
+        CachedEngine(CountingEngine(), db, IDENTITY).generate(requests)
+    finally:
+        ui.set_verbosity(quiet=False)
     assert "2/4 completions reused (50%)" in capsys.readouterr().err
 
 
@@ -292,7 +310,17 @@ def mistyped_rows(path: Path) -> None:
         db.execute("UPDATE completions SET tokens = 'many', text = x'00ff'")
 
 
-@pytest.mark.parametrize("damage", [truncated, garbled, text_file, folder, link, other_schema, mistyped_rows])
+def edited_text(path: Path) -> None:
+    """A row whose text was edited by hand (an answer blanked), its digest left as it was."""
+    import sqlite3
+
+    filled_cache(path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE completions SET text = ''")
+
+
+@pytest.mark.parametrize("damage", [truncated, garbled, text_file, folder, link, other_schema, mistyped_rows,
+                                    edited_text])
 def test_a_damaged_cache_is_one_line_that_says_to_move_it_away(tmp_path: Path, damage) -> None:
     path = tmp_path / "requests.sqlite"
     damage(path)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _openai_server import MODEL, FakeServer, serving
+from _openai_server import MODEL, FakeServer, engine_for
 
 from sws.config import EngineConfig
 from sws.engines import make_engine
@@ -28,20 +28,9 @@ from sws.world import get_world
 from sws.worlds.arith import generate_problems
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with serving() as fake:
-        yield fake
-
-
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
-
-
-def engine_for(server: FakeServer, **options: Any):
-    return make_engine(EngineConfig(
-        engine="openai", model=MODEL, options={"base_url": server.base_url, "retry_backoff": 0.01, **options}))
 
 
 def closed_port_url() -> str:
@@ -352,6 +341,8 @@ def test_a_ray_reply_is_checked_as_the_engines_own() -> None:
     assert ray_llm_answer(ray_row(good), "http://h/v1") == {"text": "a\ufffd", "tokens": 0, "prompt_tokens": 0,
                                                                 "finish_reason": "length"}
     assert ray_llm_answer(ray_row({"choices": [{"text": "b"}]}), "http://h/v1")["text"] == "b"
+    echoed = {"choices": [{"text": "you sent Bearer sk-ray-worker-key"}]}
+    assert ray_llm_answer(ray_row(echoed), "http://h/v1", "sk-ray-worker-key")["text"] == "you sent Bearer [redacted]"
     for bad in ("<html></html>", {"choices": []}, {"choices": [{"message": {"content": 5}}]},
                 {"choices": [{"text": "b"}, {"text": "c"}]}):
         with pytest.raises(UserError, match=r"the server at http://h/v1 did not answer as an OpenAI-compatible"):

@@ -6,6 +6,7 @@ import sws.engines
 from sws import tokens
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request
+from sws.errors import UserError
 from sws.executors import executor_for
 from sws.executors.shards import shards_dir
 from sws.run_dir import RunDir
@@ -30,6 +31,16 @@ def test_a_rerun_reads_the_finished_shards_without_an_engine_or_a_cache(tmp_path
 
     monkeypatch.setattr(sws.engines, "make_engine", no_engine)
     assert executor.complete("labeler", role, label_requests(7), shard_size=3, description="label") == first
+
+
+def test_a_damaged_cache_is_said_even_when_the_shards_answer_every_request(tmp_path: Path) -> None:
+    executor = executor_for(PipelineConfig(), tmp_path)
+    role = EngineConfig(**ORACLE)
+    executor.complete("labeler", role, label_requests(4), shard_size=2, description="label")
+    cache = RunDir(tmp_path).request_cache
+    cache.write_bytes(cache.read_bytes()[:100] + b"\0" * 4000)
+    with pytest.raises(UserError, match=rf"^{cache}: damaged request cache \(.+\); move it away and rerun$"):
+        executor.complete("labeler", role, label_requests(4), shard_size=2, description="label")
 
 
 def test_a_shard_without_its_marker_is_asked_again(tmp_path: Path) -> None:

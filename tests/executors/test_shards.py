@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import json
+
+import polars as pl
 import pytest
 
 from sws.engines.base import Completion, Request
+from sws.errors import UserError
 from sws.executors.shards import plan_shards, read_completions, read_requests, write_completions
 
 IDENTITY = {"engine": "oracle", "model": "arith-oracle", "options": {}}
@@ -51,5 +55,61 @@ def test_a_shard_file_holding_other_rows_is_refused(tmp_path):
     shards[0].completions_path.replace(shards[1].completions_path)
     write_completions(shards[0], answers(asked[:2]))
 
-    with pytest.raises(RuntimeError, match="expected requests 2..3"):
+    with pytest.raises(UserError, match="expected requests 2..3"):
         list(read_completions(shards))
+
+
+def finished(tmp_path, count: int = 4):
+    asked = requests(count)
+    shards = plan_shards(tmp_path, IDENTITY, asked, shard_size=2)
+    for shard in shards:
+        write_completions(shard, answers(read_requests(shard)))
+    return asked, shards
+
+
+def rewrite(shard, edit) -> None:
+    """Plant a damaged table, its marker left as it was."""
+    table = pl.read_parquet(shard.completions_path)
+    edit(table).write_parquet(shard.completions_path)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda table: table.head(1),  # a missing row
+    lambda table: table.with_columns(pl.Series("tokens", [[3], [3, 3]])),  # ragged: fewer counts than texts
+    lambda table: table.with_columns(pl.Series("texts", [[None, "x"], ["a", "b"]], dtype=pl.List(pl.Utf8))),
+    lambda table: table.drop("texts"),
+])
+@pytest.mark.parametrize("old_marker", [False, True])  # an old marker records no digest: the rows are checked
+def test_a_damaged_shard_is_said_in_one_line_and_asked_again(tmp_path, capsys, damage, old_marker):
+    asked, shards = finished(tmp_path)
+    rewrite(shards[1], damage)
+    if old_marker:
+        shards[1].marker_path.write_text(json.dumps({"requests": 2}) + "\n")
+
+    again = plan_shards(tmp_path, IDENTITY, asked, shard_size=2)
+    assert [shard.done for shard in again] == [True, False]
+    assert read_requests(again[1]) == asked[2:]
+    said = "".join(capsys.readouterr().err.split())  # the console wraps long lines anywhere
+    assert said.count(shards[1].completions_path.name) == 1 and said.endswith("askingits2requestsagain")
+
+
+def test_a_tampered_shard_of_the_right_shape_is_caught_by_its_digest(tmp_path):
+    asked, shards = finished(tmp_path)
+    rewrite(shards[0], lambda table: table.with_columns(pl.Series("texts", [["", ""], ["", ""]])))
+    again = plan_shards(tmp_path, IDENTITY, asked, shard_size=2)
+    assert [shard.done for shard in again] == [False, True]
+
+
+def test_a_shard_damaged_after_planning_is_one_error_line_naming_it(tmp_path):
+    _, shards = finished(tmp_path)
+    rewrite(shards[0], lambda table: table.with_columns(pl.Series("tokens", [[3], [3, 3]])))
+    with pytest.raises(UserError, match=f"{shards[0].completions_path}: .*delete it and its .done marker"):
+        list(read_completions(shards))
+
+
+def test_a_shard_of_an_older_marker_is_checked_by_its_rows(tmp_path):
+    asked, shards = finished(tmp_path)
+    for shard in shards:
+        shard.marker_path.write_text(json.dumps({"requests": 2}) + "\n")
+    assert all(shard.done for shard in plan_shards(tmp_path, IDENTITY, asked, shard_size=2))
+    assert list(read_completions(shards)) == answers(asked)

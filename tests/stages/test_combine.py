@@ -120,7 +120,7 @@ def test_category_unknown_to_categories_is_a_user_error(tmp_path: Path, monkeypa
 
 def test_missing_concepts_names_the_command(tmp_path: Path) -> None:
     write_identified_run(tmp_path)
-    with pytest.raises(UserError, match="sws synthesize --steps extract"):
+    with pytest.raises(UserError, match="sws synthesize --sub-steps extract"):
         runner.run(combine.STAGE, PipelineConfig(), tmp_path)
 
 

@@ -13,10 +13,10 @@ from sws.cli import app
 from sws.config import PipelineConfig, Price
 from sws.engines.cache import request_key
 from sws.llm_calls import shared_engines
-from sws.manifests import read_manifest
+from sws.manifests import StageResult, read_manifest
 from sws.run_dir import RunDir
 from sws.stages import synthesize
-from sws.stages.estimate import pilot_sets, projection_table
+from sws.stages.estimate import pilot_sets, projection_table, step_scale
 from sws.worlds.arith.oracle import OracleEngine
 
 
@@ -107,9 +107,9 @@ def test_pilot_sets_take_a_share_of_each_category_in_the_sets_order() -> None:
 
 def test_estimate_with_steps_is_refused(tmp_path: Path) -> None:
     write_identified_run(tmp_path / "run")
-    result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / "run"), "--estimate", "--steps", "extract"])
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path / "run"), "--estimate", "--sub-steps", "extract"])
     assert result.exit_code == 2
-    assert "leave out --steps" in result.output
+    assert "leave out --sub-steps" in result.output
 
 
 def test_the_projection_prices_each_role_and_sums_the_steps() -> None:
@@ -122,3 +122,19 @@ def test_the_projection_prices_each_role_and_sums_the_steps() -> None:
     assert table["cost ($)"].to_list() == [None, None, pytest.approx(4.0), pytest.approx(4.0)]
     total = table.row(-1, named=True)
     assert (total["prompt tokens"], total["completion tokens"], total["seconds"]) == (4_000_000, 2_000_000, 6.0)
+
+
+def audit_result(labeled: int, audited: int) -> StageResult:
+    return StageResult("audit", info={"audited": audited, "funnel": {"in": labeled}})
+
+
+def test_an_audit_sample_is_projected_as_the_sample_not_scaled_with_the_budget() -> None:
+    # The pilot labeled 40 problems and audited 20 of them (audit.sample 20); a budget 10x the pilot's
+    # audits 20 again, not 200.
+    assert step_scale("audit", audit_result(40, 20), 10.0, 20) == 1.0
+    # A pilot that labeled fewer than the sample audited all it had; the whole budget fills the sample.
+    assert step_scale("audit", audit_result(5, 5), 10.0, 20) == 4.0
+    # Without audit.sample every labeled problem is audited: the audit grows with the budget.
+    assert step_scale("audit", audit_result(40, 40), 10.0, None) == 10.0
+    assert step_scale("label", StageResult("label"), 10.0, 20) == 10.0
+    assert step_scale("extract", StageResult("extract"), 10.0, 20) == 1.0

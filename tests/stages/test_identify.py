@@ -103,15 +103,36 @@ def test_an_old_strict_flag_sets_both_thresholds_and_a_disagreeing_one_is_refuse
         IdentifyConfig.model_validate({"strict": True, "strict_slope": False})
 
 
-@pytest.mark.parametrize("preset", ["math12k-qwen2.5-7b.yaml", "math-qwen2.5-1.5b-8gpu.yaml",
-                                    "math-qwen2.5-1.5b-1gpu.yaml"])
-def test_math_presets_mark_never_solved_and_falling_half_solved_problems_weak(preset: str) -> None:
+# Ten accuracy trajectories the authors' failure record (max_acc <= 0.5 and slope <= 0) marks weak, the
+# boundaries included (never solved: slope exactly 0; flat at one half), and four it does not.
+AUTHORS_WEAK = {
+    "never": [0, 0, 0, 0, 0], "never_twice": [0, 0], "flat_half": [0.5, 0.5, 0.5], "falling": [0.5, 0.5, 0.375, 0.25],
+    "half_then_zero": [0.5, 0], "flat_low": [0.125, 0.125, 0.125], "low_falling": [0.25, 0.125, 0.0],
+    "dip_back": [0.375, 0.125, 0.375], "one_then_none": [0.125, 0, 0, 0], "wobble_down": [0.5, 0.25, 0.375, 0.125],
+}
+AUTHORS_NOT_WEAK = {"rising": [0, 0.125], "once_above": [0.625, 0, 0], "flat_above": [0.625, 0.625],
+                    "half_rising": [0.25, 0.5]}
+
+
+def math_presets() -> list[str]:
+    from sws.config import load_config
+    from sws.presets import PRESET_DIR, preset_names
+
+    return [name for name in preset_names() if load_config(PRESET_DIR / f"{name}.yaml").world == "math"]
+
+
+@pytest.mark.parametrize("preset", math_presets())
+def test_every_math_preset_marks_the_authors_ten_weak_problems_and_no_other(preset: str) -> None:
     from sws.config import load_config
     from sws.presets import PRESET_DIR
 
-    rule = load_config(PRESET_DIR / preset).identify
-    rows = weakness_of({"never": [0, 0, 0, 0, 0], "falling": [0.5, 0.5, 0.375, 0.375, 0.25]}, rule)
-    assert rows["never"]["weak"] and rows["falling"]["weak"]
+    rule = load_config(PRESET_DIR / f"{preset}.yaml").identify
+    rows = weakness_of({**AUTHORS_WEAK, **AUTHORS_NOT_WEAK}, rule)
+    assert {pid for pid, row in rows.items() if row["weak"]} == set(AUTHORS_WEAK)
+
+
+def test_the_math_presets_are_all_checked() -> None:
+    assert len(math_presets()) >= 4 and "self-evolving-math" in math_presets()
 
 
 def test_flat_trajectories_of_inexact_accuracies_have_slope_exactly_zero() -> None:

@@ -51,6 +51,7 @@ def test_answers_are_grouped_by_equivalence_and_unparsed_ones_never_win(tmp_path
         "mostly unparsed": [NO_ANSWER] * 5 + [boxed("7")] * 3,
         "nothing": [NO_ANSWER] * 8,
         "split": [boxed("4")] * 4 + [boxed("5")] * 4,
+        "half ahead": [boxed("4")] * 4 + [boxed("5")] * 3 + [NO_ANSWER],
     }
     write_rated(tmp_path, list(samples))
     engine = scripted(samples)
@@ -58,13 +59,13 @@ def test_answers_are_grouped_by_equivalence_and_unparsed_ones_never_win(tmp_path
     result = runner.run(label.STAGE, labeler_config(), tmp_path)
     kept = read_table(tmp_path, "labeled")
     rejected = read_parquet(rejected_path(tmp_path, "labeled"))
-    assert kept["problem"].to_list() == ["half", "split"]
+    assert kept["problem"].to_list() == ["half", "half ahead"]
     half = kept.row(0, named=True)
     assert half["answer"] == "\\frac{1}{2}" and half["consistency"] == 5 / 8
     assert half["answers"][-2:] == [None, None] and half["answers"][0] == "0.5"
-    assert kept.row(1, named=True)["consistency"] == 0.5  # ties at exactly 50 % are kept (>= min_consistency)
+    assert kept.row(1, named=True)["consistency"] == 0.5  # exactly 50 % with no group as large is kept
     assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
-        "mostly unparsed": "low_consistency", "nothing": "no_answer",
+        "mostly unparsed": "low_consistency", "nothing": "no_answer", "split": label.TIED,
     }
     assert result.info["funnel"]["kept"] == 2
     request = engine.requests[0]
@@ -97,7 +98,7 @@ def test_weak_to_strong_requires_teacher_majority_and_student_agreement(tmp_path
     assert kept["problem"].to_list() == ["agreed"]
     assert kept["student_agreement"].to_list() == [0.25]
     assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
-        "student lost": "student_disagrees", "tie": "low_consistency",
+        "student lost": "student_disagrees", "tie": label.TIED,
     }
     # the student is asked as in training: the arith tiny policy reads raw text, and only about kept problems
     assert [request.prompt for request in student_engine.requests] == ["agreed\n", "student lost\n"]

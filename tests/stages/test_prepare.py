@@ -297,3 +297,13 @@ def prepare_math500(run_dir, **settings):
     cfg = PipelineConfig.model_validate({"prepare": {"input": str(DATA / "math500.json"), **settings}})
     runner.run(prepare.STAGE, cfg, run_dir)
     return run_dir
+
+
+def test_prepare_without_a_config_names_the_world_and_roles_it_chose(tmp_path):
+    seed = write_json_list(tmp_path / "my.json", [{"problem": "Compute 1+1.", "answer": "2", "category": "addition"}])
+    chosen = sws("prepare", "--input", str(seed), "--run", str(tmp_path / "run"))
+    assert chosen.exit_code == 0, chosen.output
+    lines = [line for line in chosen.stderr.splitlines() if "no --config" in line]
+    assert len(lines) == 1 and "world 'arith'" in lines[0] and "generator" in lines[0] and "oracle" in lines[0]
+    again = sws("prepare", "--input", str(seed), "--run", str(tmp_path / "run"), "--force")
+    assert "no --config" not in again.stderr  # the run's config.yaml chose this time

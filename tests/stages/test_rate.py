@@ -167,5 +167,5 @@ def test_an_empty_judge_list_is_rejected_with_the_config_before_any_step_runs() 
 
 
 def test_missing_synthetic_names_the_command(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="sws synthesize --steps generate"):
+    with pytest.raises(UserError, match="sws synthesize --sub-steps generate"):
         runner.run(rate.STAGE, PipelineConfig(), tmp_path)

@@ -1,6 +1,7 @@
 import base64
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import polars as pl
@@ -66,6 +67,11 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "loss": [0.0] * 3}))
     per_problem = per_problem_eval()
     write_table(tmp_path, "eval/problems", per_problem)
+    write_table(tmp_path, eval_stage.SETS, eval_stage.sets_table([
+        eval_stage.EvalSet(name, per_problem.filter((pl.col("eval_set") == name) & (pl.col("checkpoint") == "initial"))
+                           .select("problem_id", "problem", pl.lit("1").alias("answer"), "category"), 4,
+                           held_out=name == "weak_like")
+        for name in ("seed", "weak", "weak_like")]))
     write_table(tmp_path, "eval/benchmarks", eval_stage.benchmark_table(per_problem))
     write_table(tmp_path, "eval/weakness", eval_stage.weakness_table(per_problem))
     benchmarks = eval_stage.benchmark_table(per_problem)
@@ -94,6 +100,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_table(tmp_path, "rated", rated)
     write_funnel(tmp_path, "extract", 7, 7, [])
     write_funnel(tmp_path, "generate", 20, 15, ["multi_part"] * 3 + ["proof"] * 2)
+    write_funnel(tmp_path, "filter", 4, 2, ["too hard", "too easy"])
     runner.run(report.STAGE, PipelineConfig(), tmp_path)  # every teacher role defaults to the arith oracle
     return tmp_path
 
@@ -113,9 +120,10 @@ def test_every_section_is_drawn_from_the_run(full_run: Path, page: str) -> None:
     assert len(found) == len(report.SECTIONS)
     assert not any("Not available" in body for body in found.values())
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 6
+    # every plot but weakness mitigation's: no category has 10 weak problems
+    assert len(images) == 5
     assert all(base64.b64decode(image).startswith(b"\x89PNG") for image in images)
-    assert len(list((full_run / "plots" / "report").glob("*.png"))) == 5
+    assert len(list((full_run / "plots" / "report").glob("*.png"))) == 4
     assert "multi_part 3" in page and "proof 2" in page and "0 of 0" in page
     # two analyses per category; a judgement without one is not shown
     assert "Remainder analysis 0." in page and "Remainder analysis 1." in page
@@ -123,6 +131,44 @@ def test_every_section_is_drawn_from_the_run(full_run: Path, page: str) -> None:
     assert "2 of 4 labeled problems in the band [0.25, 0.75]" in page
     band = next(body for title, body in found.items() if title.startswith("Difficulty band"))
     assert "<th>round 0</th><th>round 1</th>" in band and "<td>remainders</td><td>1</td><td>1</td>" in band
+
+
+class SectionParser(HTMLParser):
+    """Each <section>'s heading and the tags and cell texts in it, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[dict] = []
+        self.open: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "section":
+            self.sections.append({"title": "", "tags": [], "headers": [], "cells": []})
+        elif self.sections:
+            self.sections[-1]["tags"].append(tag)
+        self.open = tag
+
+    def handle_data(self, data: str) -> None:
+        if not self.sections:
+            return
+        keys = {"h2": "title", "th": "headers", "td": "cells"}
+        if self.open == "h2":
+            self.sections[-1]["title"] += data
+        elif self.open in keys:
+            self.sections[-1][keys[self.open]].append(data)
+
+
+def test_the_report_opens_with_each_arm_on_the_held_out_sets_and_the_differences(page: str) -> None:
+    parser = SectionParser()
+    parser.feed(page)
+    first = parser.sections[0]
+    assert first["title"] == "The answer: each arm on the held-out sets"
+    assert first["tags"][:2] == ["h2", "table"]
+    assert first["headers"] == ["arm, or difference", "weak_like (n=4)"]
+    # weak_like: no arm gets a sample right, so each share is 0 with no spread and the difference is not marked
+    assert first["cells"] == ["seed only", "0.0 % ± 0.0", "synthetic", "0.0 % ± 0.0",
+                              "synthetic − seed only", "+0.0 ± 0.0 pts"]
+    assert parser.sections[-1]["title"] == "Stage timings"
 
 
 def test_page_is_self_contained(page: str) -> None:
@@ -146,7 +192,7 @@ def test_weakness_mitigation_table_shows_each_checkpoint(page: str) -> None:
     body = sections(page)[
         "Weakness mitigation: share of the previously weak problems each policy solves"]
     header = re.search(r"<thead>(.*?)</thead>", body).group(1)
-    assert [h for h in re.findall(r"<th>(.*?)</th>", header)] == ["category", "initial", "baseline", "augmented",
+    assert [h for h in re.findall(r"<th>(.*?)</th>", header)] == ["category", "initial", "seed only", "synthetic",
                                                                   "n_weak"]
     overall = re.search(r"<tr><td>overall</td>(.*?)</tr>", body).group(1)
     assert re.findall(r"<td>(.*?)</td>", overall) == ["0.000", "0.250", "0.500", "4"]
@@ -324,3 +370,35 @@ def test_the_three_arms_section_compares_seed_only_synthetic_and_selected(tmp_pa
         "overall", "0.250", "0.500", "0.750", "+25.0", "+50.0", "-25.0", "4"]
     assert re.findall(r"<td>(.*?)</td>", re.search(r"<tr><td>overall</td>.*?</tr>", like).group(0))[1:4] == [
         "0.000", "1.000", "0.000"]
+    assert "Confound" not in body  # the online filter is off, or on every arm alike
+    asymmetric = PipelineConfig.model_validate({**cfg.model_dump(mode="json"), "train": {
+        "online_filter": [0.125, 0.875], "online_filter_arms": "augmented"}})
+    runner.run(report.STAGE, asymmetric, tmp_path)
+    body = sections(RunDir(tmp_path).report.read_text())[
+        "Synthesis against selection: seed only, synthetic and selected on the same steps"]
+    assert "Confound: the online filter (train.online_filter [0.125, 0.875])" in body
+
+
+def test_a_category_with_fewer_than_ten_weak_problems_is_not_drawn_as_a_share() -> None:
+    wide = pl.DataFrame({"category": ["addition", "remainders"], "baseline": [1.0, 0.4], "augmented": [0.0, 0.5]})
+    counts = pl.DataFrame({"category": ["addition", "remainders"], "n_weak": [1, 12]})
+    figure = report.mitigation_figure(wide, counts)
+    axes = figure.axes[0]
+    assert [label.get_text() for label in axes.get_xticklabels()] == ["remainders (n=12)"]
+    assert sorted(round(bar.get_height(), 2) for bar in axes.patches) == [0.4, 0.5]
+    assert axes.get_xlabel() and axes.get_ylabel()
+    assert report.mitigation_figure(wide, counts.with_columns(pl.lit(3).alias("n_weak"))) is None
+
+
+def test_the_mitigation_section_names_the_categories_left_out_of_its_plot(page: str) -> None:
+    body = sections(page)["Weakness mitigation: share of the previously weak problems each policy solves"]
+    assert "fewer than 10 weak problems are left out of it and shown with their n in the table (addition, " \
+           "remainders, overall)" in body
+
+
+def test_the_funnel_calls_the_difficulty_filter_band_and_shows_its_rejections(page: str) -> None:
+    body = sections(page)["Synthesis funnel"]
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    band = next(cells for cells in rows if cells and cells[0] == "band")
+    assert band[:4] == ["band", "4", "2", "2"] and set(band[4].split(", ")) == {"too hard 1", "too easy 1"}
+    assert "band: the difficulty filter" in body

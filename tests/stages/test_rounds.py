@@ -37,8 +37,9 @@ def statuses(ledger: pl.DataFrame, number: int) -> dict[str, str]:
 
 def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() -> None:
     names = [stage.name for stage in rounds.later_round_stages()]
-    assert names == ["identify", "synthesize", "filter", "select", "mix", "mix_selected", "export", "train_continuations",
-                     "train_selected", "eval", "report"]
+    assert names == ["identify", "synthesize", "filter", "untargeted", "select", "select_random", "mix_random_selected",
+                     "mix", "mix_selected", "export", "train_continuations", "train_selection", "train_untargeted",
+                     "cotrain_cotrained", "cotrain_frozen", "cotrain_static", "cotrain_shuffled", "eval", "report"]
 
 
 def test_rounds_n_in_a_pipeline_file_is_short_for_the_section() -> None:
@@ -205,3 +206,19 @@ def test_the_ledger_reads_each_round_from_its_folder_and_needs_every_rounds_weak
     assert per_round["resolved_share"].to_list() == [None, 0.5]
     with pytest.raises(UserError, match=r"rounds/3/weakness.parquet: not found"):
         runner.run(rounds.LEDGER, cfg, tmp_path, rounds=3)
+
+
+@pytest.mark.parametrize("damage", [lambda data: data[:50], lambda data: b""])
+def test_a_damaged_ledger_names_the_file_and_the_rerun_that_rebuilds_it(tmp_path: Path, damage) -> None:
+    cfg = parse_config({"rounds": 2}, "test")
+    write_table(tmp_path, "weakness", weakness([("a", 2, True)]))
+    write_table(RunDir(tmp_path).round(2).root, "weakness", weakness([("a", 2, False)]))
+    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=2)
+    ledger = RunDir(tmp_path).ledger
+    ledger.write_bytes(damage(ledger.read_bytes()))
+    with pytest.raises(UserError, match=rf"^{ledger}: .*; delete it and rerun `sws run PIPELINE --rounds N "):
+        read_table(tmp_path, "ledger")
+
+    ledger.unlink()  # as the line says: the ledger is rebuilt from every round's weakness table
+    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=2)
+    assert statuses(read_table(tmp_path, "ledger"), 2) == {"a": "resolved"}

@@ -119,9 +119,9 @@ def test_missing_upstream_artifact_names_the_command(tmp_path: Path) -> None:
 
 
 def test_unknown_step_is_rejected_before_anything_is_written(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path), "--steps", "extract,dedupe"])
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(tmp_path), "--sub-steps", "extract,dedupe"])
     assert result.exit_code == 2
-    assert "unknown step 'dedupe'" in result.output
+    assert "unknown sub-step 'dedupe'" in result.output
     assert not any(tmp_path.iterdir())
 
 
@@ -245,9 +245,8 @@ def play_teacher(prompt: str, body: dict) -> str:
 
     rng = random.Random(body.get("seed", 0))
     if prompt.startswith("A student keeps getting"):
-        category = re.search(r"following (\S+) problem", prompt).group(1)
         problem = prompt.split("Problem:\n", 1)[1].split("\n\nList the", 1)[0]
-        return teacher.extract_text(problem, category, int(re.search(r"List the (\d+)", prompt).group(1)), rng)
+        return teacher.extract_text(problem, int(re.search(r"List the (\d+)", prompt).group(1)), rng)
     if prompt.startswith("Write one new math problem"):
         category, level = re.search(r'category "([^"]+)" at (\w+) difficulty', prompt).groups()
         concepts = re.findall(r"^- (.+)$", prompt.split("The problem must be", 1)[0], re.M)
@@ -368,10 +367,10 @@ def test_a_run_stopped_at_max_tokens_continues_with_a_higher_cap_asking_nothing_
     stops = []
     for cap in (total // 3, total // 3, 2 * total // 3):
         result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline),
-                                          "--max-tokens", str(cap)])
+                                          "--token-cap", str(cap)])
         assert result.exit_code == 3, result.output
         [line] = [line for line in result.output.splitlines() if line.startswith("stopped:")]
-        assert f"reached synthesize.max_tokens = {cap:,} after" in line and "--max-tokens" in line
+        assert f"reached synthesize.max_tokens = {cap:,} after" in line and "--token-cap" in line
         spent = int(line.split(" after ")[1].split(" tokens")[0].replace(",", ""))
         assert cap <= spent < total
         partial = [step for step in synthesize.steps_on(PipelineConfig())
@@ -393,14 +392,38 @@ def test_max_cost_stops_on_the_priced_roles_and_needs_a_price(tmp_path: Path) ->
     run = tmp_path / "run"
     write_identified_run(run, n_problems=60)
     pipeline = noisy_pipeline_file(tmp_path, budget=20, shard_size=4)
-    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--max-cost", "1"])
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--cost-cap", "1"])
     assert result.exit_code == 2 and "'pricing' prices none of the synthesis roles" in result.output
     assert not (run / "manifests").exists()
     priced = yaml.safe_load(pipeline.read_text()) | {"pricing": {"generator": {"input": 1000.0, "output": 1000.0}}}
     pipeline.write_text(yaml.safe_dump(priced))
-    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--max-cost", "1"])
+    result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--cost-cap", "1"])
     assert result.exit_code == 3, result.output
-    assert "reached synthesize.max_cost = $1 after" in result.output and "--max-cost" in result.output
+    assert "reached synthesize.max_cost = $1 after" in result.output and "--cost-cap" in result.output
     assert read_manifest(run, "generate", partial=True)["partial"] and read_manifest(run, "extract") is not None
     spent = read_manifest(run, "generate", partial=True)["tokens"]["generator"]
     assert (spent["prompt"] + spent["completion"]) * 1000 / 1e6 >= 1
+
+
+def test_an_api_key_the_server_echoes_is_stored_and_printed_nowhere(tmp_path: Path, monkeypatch) -> None:
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    run = tmp_path / "run"
+    write_identified_run(run, n_problems=40)
+    with serving() as server:
+        server.writer, server.echo_authorization = play_teacher, True
+        teacher = {"engine": "openai", "model": MODEL, "options": {"base_url": server.base_url}}
+        pipeline = tmp_path / "pipeline.yaml"
+        pipeline.write_text(yaml.safe_dump({
+            "roles": {"extractor": teacher, "generator": teacher, "judges": [teacher], "labeler": teacher},
+            "synthesize": {"budget": 12, "set_size": 3, "label_samples": 2},
+        }))
+        result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    stored = {path: str(read_parquet(path).to_dicts()) for path in run.rglob("*.parquet")}
+    assert any("[redacted]" in text for text in stored.values())  # the echo was there to find
+    assert key not in result.output
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    assert not [path for path, text in stored.items() if key in text]  # parquet is compressed: read it too

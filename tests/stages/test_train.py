@@ -170,7 +170,8 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
     result = subprocess.run([SWS, "train", "final", "--run", str(tmp_path)], capture_output=True, text=True)
 
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: training kind 'final' is not known; use one of: initial, baseline, augmented, selected"
+    assert result.stderr.strip() == ("error: training kind 'final' is not known; use one of: initial, baseline, "
+                                     "augmented, untargeted, selected, random_selected")
 
 
 @register_reward("a_quarter")

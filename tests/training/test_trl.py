@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from sws.errors import UserError
 from sws.training import TrainJob, train
 from sws.training.rewards import correct
 from sws.training.rollout_log import RolloutLog
+from sws.training.tracking import tracking_dir
 from sws.training.trl import grpo_config, latest_checkpoint, load_tokenizer, training_curve
 from sws.training.trl_launch import job_file, log_history_file, write_launch
 from sws.worlds.arith import build_policy, generate_problems
@@ -221,3 +223,33 @@ def test_online_filter_applies_to_the_arms_that_filter_online_only(tmp_path):
     assert online_filter_band(TrainJob(**{**job.__dict__, "name": "augmented", "online_filter": True}), cfg) == (
         0.125, 0.875)
     assert online_filter_band(TrainJob(**{**job.__dict__, "name": "initial"}), cfg) is None
+
+
+def test_report_to_is_given_to_trl_and_cannot_be_set_through_extra(tmp_path):
+    with pytest.raises(UserError, match="'train.extra.report_to' is set by sws"):
+        grpo_config(make_job(tmp_path, tmp_path), SETTINGS.model_copy(update={"extra": {"report_to": "wandb"}}))
+    assert TrainConfig().model_dump().get("report_to") is None  # the default stays out of saved configs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arm", ["augmented", "baseline"])
+def test_training_with_tensorboard_writes_event_files_in_each_arms_folder(tmp_path, tiny_policy, arm):
+    if importlib.util.find_spec("tensorboard") is None:
+        pytest.skip("tensorboard is not installed: pip install -e '.[tensorboard]'")
+    out_dir = tmp_path / "train" / arm
+
+    train(make_job(out_dir, tiny_policy, steps=1), SETTINGS.model_copy(update={"report_to": "tensorboard"}))
+
+    assert list(tracking_dir(out_dir).glob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_training_with_wandb_logs_offline_into_the_arms_folder(tmp_path, tiny_policy, monkeypatch):
+    if importlib.util.find_spec("wandb") is None:
+        pytest.skip("wandb is not installed: pip install -e '.[wandb]'")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    out_dir = tmp_path / "train" / "augmented"
+
+    train(make_job(out_dir, tiny_policy, steps=1), SETTINGS.model_copy(update={"report_to": "wandb"}))
+
+    assert list((tracking_dir(out_dir) / "wandb").glob("offline-run-*"))

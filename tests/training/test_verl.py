@@ -147,11 +147,14 @@ def test_the_online_filter_runs_augmented_training_on_verls_group_filter_and_cou
     cfg = verl_config(fake_python, online_filter=(0.25, 0.75))
     runner.run(stage.STAGES["initial"], cfg, run_dir)
     runner.run(stage.STAGES["augmented"], cfg, run_dir)
+    runner.run(stage.STAGES["baseline"], cfg, run_dir)
 
-    initial, augmented = [call for call in calls(fake_python) if "verl.trainer.main_ppo" in call]
+    initial, augmented, baseline = [call for call in calls(fake_python) if "verl.trainer.main_ppo" in call]
     assert "trainer.use_v1=False" in initial and "algorithm.filter_groups.enable=True" not in initial
-    assert {"trainer.use_v1=True", "algorithm.filter_groups.enable=True",
-            "algorithm.filter_groups.metric=acc"} <= set(augmented)
+    # both continuing arms filter alike, on the same (v1) trainer
+    for continued in (augmented, baseline):
+        assert {"trainer.use_v1=True", "algorithm.filter_groups.enable=True",
+                "algorithm.filter_groups.metric=acc"} <= set(continued)
     assert read_table(run_dir, "train/augmented/curve")["groups_dropped"].to_list() == [1, 2]
     assert read_table(run_dir, "train/initial/curve")["groups_dropped"].to_list() == [0, 0, 0]
     assert read_table(run_dir, "train/augmented/rollouts")["problem_id"].is_in(problems["problem_id"].implode()).all()

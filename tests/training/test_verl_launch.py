@@ -76,14 +76,49 @@ def test_the_7b_preset_carries_the_sws_authors_settings(tmp_path):
 @pytest.mark.parametrize("train, message", [
     ({"batch_size": 4096}, "'train.batch_size' is 4096, more than the 2048 problems"),
     ({"verl": {"mini_batch_size": 300}}, "'train.verl.mini_batch_size' is 300, which does not divide"),
-    ({"verl": {"overrides": ["trainer.save_freq=3"]}}, "sets 'trainer.save_freq', which sws sets from train.save_steps"),
-    ({"verl": {"overrides": ["trainer.save_freq"]}}, "'trainer.save_freq' is not KEY=VALUE"),
+    ({"verl": {"overrides": ["trainer.save_freq=3"]}}, "sets 'trainer.save_freq'; remove it from the overrides \\(set train.save_steps instead\\)"),
+    ({"verl": {"overrides": ["trainer.save_freq"]}}, "has 'trainer.save_freq', which is not KEY=VALUE"),
+    ({"verl": {"overrides": ["trainer.resume_mode=disable"]}}, r"remove it from the overrides \(sws fixes it: auto\)"),
+    ({"verl": {"overrides": ["trainer.logger=[wandb]"]}}, "without console, whose step lines sws reads"),
     ({"micro_batch_size": 4}, "'train.micro_batch_size' is TRL's; verl's micro-batch is train.verl.micro_batch"),
 ])
 def test_setups_verl_cannot_run_are_refused_before_anything_is_written(tmp_path, train, message):
     cfg = load_config(PRESETS[0]).train.model_validate({**load_config(PRESETS[0]).train.model_dump(), **train})
     with pytest.raises(UserError, match=message):
         verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path))
+
+
+def test_report_to_adds_its_tracker_to_the_console_and_an_override_of_the_logger_replaces_it(tmp_path):
+    cfg = load_config(PRESETS[0]).train.model_copy(update={"report_to": "tensorboard"})
+    assert "trainer.logger=[console,tensorboard]" in verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path))
+
+    cfg.verl.overrides = [*cfg.verl.overrides, "trainer.logger=[console,wandb]"]
+    loggers = [item for item in verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path))
+               if item.startswith("trainer.logger=")]
+
+    assert loggers == ["trainer.logger=[console,wandb]"]
+
+
+@needs_verl
+@pytest.mark.parametrize(("override", "loggers"), [([], ["console", "tensorboard"]),
+                                                  (["trainer.logger=[console,wandb]"], ["console", "wandb"])])
+def test_the_tracker_composes_against_verls_own_config(tmp_path, override, loggers):
+    cfg = load_config(PRESETS[0]).train.model_copy(update={"report_to": "tensorboard"})
+    cfg.verl.overrides = [*cfg.verl.overrides, *override]
+
+    composed = compose(verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path)))
+
+    assert composed.returncode == 0, composed.stderr
+    assert json.loads(composed.stdout)["trainer"]["logger"] == loggers
+
+
+def test_the_launch_exports_where_the_tracker_writes(tmp_path):
+    cfg = load_config(PRESETS[0]).train.model_copy(update={"report_to": "tensorboard"})
+    write_launch(job(tmp_path / "train" / "initial"), cfg)
+
+    script = (tmp_path / "train" / "initial" / "launch.sh").read_text()
+
+    assert f"export TENSORBOARD_DIR={tmp_path / 'train' / 'initial' / 'tracking'}\n" in script
 
 
 @pytest.fixture
@@ -115,7 +150,7 @@ def test_dry_run_writes_the_launch_and_prints_its_command(math_run, kind):
             "reward='sws.training.rewards:correct')") in layout.reward_module.read_text()
     overrides = layout.overrides_file.read_text().splitlines()
     assert all(f"{key}=" in layout.launch_script.read_text() for key in MANAGED_KEYS
-               if key != "trainer.logger" and (kind == "augmented" or "filter_groups" not in key))
+               if kind == "augmented" or "filter_groups" not in key)
     model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
     assert f"actor_rollout_ref.model.path={model}" in overrides
     assert not (math_run / "manifests" / f"train_{kind}.json").exists()
@@ -135,8 +170,8 @@ def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run,
     model = "Qwen/Qwen2.5-7B" if kind == "initial" else str(math_run / "train" / "initial" / "final")
     for line in ("train_batch_size: 1024", f"path: {model}", f"total_training_steps: {steps}"):
         assert line in printed.stdout
-    # The online filter runs in augmented training only, as verl's DAPO group filter (v1 trainer).
-    filtered = kind == "augmented"
+    # The online filter runs in every continuing arm alike, as verl's DAPO group filter (v1 trainer).
+    filtered = kind != "initial"
     assert f"use_v1: {str(filtered).lower()}" in printed.stdout
     filter_groups = printed.stdout.split("filter_groups:")[1].split("\n  ", 1)[0] + printed.stdout.split(
         "filter_groups:")[1]
@@ -147,6 +182,15 @@ def test_each_dry_run_launch_passes_hydra_cfg_job_in_verls_environment(math_run,
 def test_dry_run_with_the_trl_trainer_on_one_process_is_one_error_line(math_run):
     result = CliRunner().invoke(app, ["train", "initial", "--run", str(math_run), "--dry-run"])
     assert result.exit_code == 2 and "only with train.trl.num_processes > 1" in result.output
+
+
+def test_an_arm_beside_a_filtered_one_runs_on_the_same_v1_trainer_without_the_filter(tmp_path):
+    cfg = load_config(PRESET_DIR / "math12k-qwen2.5-7b.yaml").train
+    baseline = TrainJob(**{**job(tmp_path).__dict__, "name": "baseline", "beside_filtered": True})
+    overrides = verl_overrides(baseline, cfg, VerlLayout(tmp_path))
+    assert "trainer.use_v1=True" in overrides and not any("filter_groups" in each for each in overrides)
+    initial = verl_overrides(job(tmp_path), cfg, VerlLayout(tmp_path))
+    assert "trainer.use_v1=False" in initial
 
 
 @pytest.mark.parametrize(("band", "refused"), [((0.125, 0.875), False), ((0.05, 0.95), False),

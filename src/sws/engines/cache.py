@@ -7,14 +7,20 @@ busy timeout let several processes write the same cache at once.
 Each row keeps the completion's `finish_reason`, its completion tokens and the prompt tokens it billed
 (`Completion.prompt_tokens`). Rows written before it was recorded (NULL) are treated as
 missing and asked again: they may be cut-off outputs that nothing can tell apart from finished ones.
-A cache sqlite cannot read (truncated, garbled, another schema, a folder or link in its place) or a row of the
-wrong types is one line saying to move the file away: a cache is only ever a saving, never worth a guess.
+Each row also keeps a digest of its key and content (`row_digest`): a row whose digest does not match, like a
+cache sqlite cannot read (truncated, garbled, another schema, a folder or link in its place) or a row of the
+wrong types, is one line saying to move the file away: a cache is only ever a saving, never worth a guess.
+Rows written before digests were recorded (NULL) are taken as they are, as rows without prompt tokens are: the
+digest guards against damage and careless edits, not against someone who recomputes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -27,10 +33,11 @@ from sws.config import EngineConfig
 from sws.engines.base import Completion, Engine, Request, is_count
 from sws.errors import UserError
 from sws.fingerprints import fingerprint
+from sws.secrets import redact
 
 # Engine options that change speed, memory or transport, never the text a model returns.
 RUNTIME_OPTIONS = frozenset({
-    "api_key_env", "base_url", "batch_size", "device", "enable_prefix_caching", "enforce_eager",
+    "api_key_env", "base_url", "batch_size", "deadline", "device", "enable_prefix_caching", "enforce_eager",
     "gpu_memory_utilization", "kv_cache_memory_bytes", "max_concurrency", "max_model_len", "max_num_seqs",
     "max_retries", "pipeline_parallel_size", "retry_backoff", "swap_space", "tensor_parallel_size", "timeout",
 })
@@ -43,6 +50,7 @@ CREATE TABLE IF NOT EXISTS completions (
     tokens INTEGER NOT NULL,
     finish_reason TEXT,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    digest TEXT,
     PRIMARY KEY (key, sample)
 )
 """
@@ -68,6 +76,22 @@ def request_key(identity: dict[str, Any], request: Request) -> str:
         **request.sampling(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# The [hits, misses] of each enclosing `tally()` block (the runner opens one per stage).
+_tallies: list[list[int]] = []
+_tally_lock = threading.Lock()
+
+
+@contextmanager
+def tally() -> Iterator[list[int]]:
+    """[hits, misses]: the completions every cached engine reused and generated inside this block."""
+    counts = [0, 0]
+    _tallies.append(counts)
+    try:
+        yield counts
+    finally:
+        _tallies.remove(counts)
 
 
 class CachedEngine(Engine):
@@ -96,6 +120,7 @@ class CachedEngine(Engine):
                 self._db.execute(_SCHEMA)
             _add_column(self._db, "finish_reason", "TEXT")
             _add_column(self._db, "prompt_tokens", "INTEGER NOT NULL DEFAULT 0")
+            _add_column(self._db, "digest", "TEXT")
 
     @property
     def hit_rate(self) -> float:
@@ -121,17 +146,19 @@ class CachedEngine(Engine):
         generated = sum(request.n for request in todo.values())
         self.hits += total - generated
         self.misses += generated
+        with _tally_lock:
+            for counts in _tallies:
+                counts[0] += total - generated
+                counts[1] += generated
         if total:
-            ui.info(f"request cache: {total - generated}/{total} completions reused "
-                    f"({(total - generated) / total:.0%}), {self.path}")
+            ui.detail(f"request cache: {total - generated}/{total} completions reused "
+                      f"({(total - generated) / total:.0%}), {self.path}")
         return [results[key] for key in keys]
 
     def close(self) -> None:
         self.engine.close()
         with self._lock:
             self._db.close()
-        if self.hits + self.misses:
-            ui.info(f"request cache: hit rate {self.hit_rate:.0%} over {self.hits + self.misses} completions")
 
     def _call(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         if not requests:
@@ -151,16 +178,18 @@ class CachedEngine(Engine):
             for start in range(0, len(ordered), _LOOKUP_CHUNK):
                 chunk = ordered[start:start + _LOOKUP_CHUNK]
                 rows = self._db.execute(
-                    f"SELECT key, sample, text, tokens, finish_reason, prompt_tokens FROM completions "
+                    f"SELECT key, sample, text, tokens, finish_reason, prompt_tokens, digest FROM completions "
                     f"WHERE finish_reason IS NOT NULL AND key IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
-                for key, sample, text, tokens, finish_reason, prompt_tokens in rows:
+                for key, sample, text, tokens, finish_reason, prompt_tokens, digest in rows:
                     if not (is_count(sample) and isinstance(text, str) and is_count(tokens)
                             and isinstance(finish_reason, str) and is_count(prompt_tokens)):
                         raise _damaged(self.path, "a row whose sample, text, tokens, finish_reason or prompt_tokens "
                                                   "has the wrong type")
-                    found.setdefault(key, {})[sample] = Completion(text, tokens, finish_reason, prompt_tokens)
+                    if digest is not None and digest != row_digest(key, sample, text, tokens, finish_reason, prompt_tokens):
+                        raise _damaged(self.path, "a row whose content does not match its digest")
+                    found.setdefault(key, {})[sample] = Completion(redact(text), tokens, finish_reason, prompt_tokens)
         return found
 
     def _store(self, key: str, completions: list[Completion]) -> None:
@@ -168,10 +197,39 @@ class CachedEngine(Engine):
                 for index, completion in enumerate(completions)]
         with self._lock, _damage_reported(self.path), self._db:
             self._db.executemany(
-                "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason, prompt_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
+                "INSERT OR REPLACE INTO completions (key, sample, text, tokens, finish_reason, prompt_tokens, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*row, row_digest(*row)) for row in rows],
             )
+
+
+def row_digest(key: str, sample: int, text: str, tokens: int, finish_reason: str | None, prompt_tokens: int) -> str:
+    """What a row's content hashes to: an edited text, count or key no longer matches it."""
+    content = json.dumps([key, sample, text, tokens, finish_reason, prompt_tokens], ensure_ascii=False)
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_cache(path: Path) -> None:
+    """The checks opening the cache makes, and sqlite's own integrity check, for a step that needs no request:
+    a damaged cache is said when it is damaged, not in a later step that happens to ask. Once per process for
+    a file that has not changed since."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise _damaged(path, "not a regular file")
+    if path.exists():
+        stat = path.stat()
+        _check_cache_once(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _check_cache_once(path: Path, size: int, mtime_ns: int) -> None:
+    with _damage_reported(path), contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(completions)")}
+        if not {"key", "sample", "text", "tokens"} <= columns:
+            raise _damaged(path, "no completions table of sws's schema")
+        verdict = db.execute("PRAGMA quick_check").fetchone()
+        if verdict is None or verdict[0] != "ok":
+            raise _damaged(path, f"integrity check: {verdict[0] if verdict else 'no answer'}")
 
 
 def _damaged(path: Path, reason: str) -> UserError:
@@ -184,7 +242,16 @@ def _damage_reported(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, sqlite3.OperationalError) and not _writable(path):
+            # A healthy cache on a read-only mount fails the same way a damaged one does; it is not damaged.
+            raise UserError(f"{path}: cannot write the request cache ({reason}): it or its folder is read-only; "
+                            "make it writable, or copy the run to a writable disk") from None
+        raise _damaged(path, reason) from None
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
 def _add_column(db: sqlite3.Connection, name: str, declaration: str) -> None:

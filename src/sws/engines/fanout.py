@@ -19,6 +19,7 @@ from typing import Any
 from sws import ui
 from sws.engines.base import Completion, Engine, Request, in_request_order
 from sws.errors import UserError
+from sws.secrets import redact_completions
 
 N_MODES = ("auto", "native", "fanout")
 _SEED_MASK = 0x7FFFFFFF  # servers differ in the seed widths they accept; 31 bits fit all of them
@@ -52,6 +53,10 @@ class SampleFanOut(Engine):
         return in_request_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
+        for index, completions in self._samples(requests):
+            yield index, redact_completions(completions)
+
+    def _samples(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
         pending = list(range(len(requests)))
         probe = next((index for index in pending if requests[index].n > 1), None)
         if self.mode == "auto" and probe is not None:

@@ -4,7 +4,9 @@ hosted APIs).
 Chat requests go to /chat/completions, raw prompts to /completions, at most `max_concurrency` at a time (threads).
 A timeout halves that limit (down to one request at a time, said once per change): a one-request server such as
 llama.cpp would otherwise time out on every request it queues. Rate limits (429), server errors (5xx), timeouts
-and dropped connections are retried `max_retries` times with exponential backoff and jitter. The API key comes
+and dropped connections are retried `max_retries` times with exponential backoff and jitter. Each request has a
+total `deadline` (seconds; default from its max_tokens) and its reply a size bound (`sws.engines.bounded_reply`);
+requests run on daemon threads, so Ctrl-C never waits for them. The API key comes
 only from the environment variable named by `api_key_env` (default OPENAI_API_KEY; a local server accepts the
 value EMPTY). When built, the engine lists the server's models, so an unreachable server, a rejected key or an
 unserved model is one clear error before any request. A server that returns fewer choices than `n` is handled
@@ -23,7 +25,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -44,11 +45,14 @@ from sws.engines.base import (
     in_request_order,
     is_count,
 )
+from sws.engines.bounded_reply import default_deadline_s, read_bounded, size_bound
+from sws.engines.daemon_threads import unordered_map
 from sws.errors import UserError
+from sws.secrets import redact, remember_secret
 
 T = TypeVar("T")
 
-OPTIONS = {"api_key_env", "base_url", "max_concurrency", "max_retries", "retry_backoff", "timeout"}
+OPTIONS = {"api_key_env", "base_url", "deadline", "max_concurrency", "max_retries", "retry_backoff", "timeout"}
 _RETRIED_STATUS = {408, 409, 429}
 _MAX_BACKOFF_S = 60.0
 
@@ -65,11 +69,11 @@ class OpenAIEngine(Engine):
         self.concurrency = AdaptiveLimit(self.max_concurrency, f"{self.name} engine ({self.base_url})")
         self.max_retries = int(options.get("max_retries", 5))
         self.retry_backoff = float(options.get("retry_backoff", 1.0))
+        self.timeout = _seconds(options, "timeout", 600.0)
+        self.deadline_s = _seconds(options, "deadline", None)
         key_env = options.get("api_key_env", "OPENAI_API_KEY")
-        self.client = openai.OpenAI(
-            base_url=self.base_url, api_key=os.environ[key_env], max_retries=0,
-            timeout=float(options.get("timeout", 600)),
-        )
+        self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key(options), max_retries=0,
+                                    timeout=self.timeout)
         self._check_server(key_env)
 
     @classmethod
@@ -78,20 +82,20 @@ class OpenAIEngine(Engine):
         /chat/completions and raw prompts to /completions, as this engine sends them."""
         options = cfg.options
         base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        key = os.environ.get(options.get("api_key_env", "OPENAI_API_KEY"), "")
+        key = api_key(options)
         config = import_ray_llm(cls.name).HttpRequestProcessorConfig(
             url=f"{base_url.rstrip('/')}/{'chat/completions' if chat else 'completions'}",
             headers={"Authorization": f"Bearer {key}"}, qps=int(options.get("max_concurrency", 16)),
             max_retries=int(options.get("max_retries", 3)), concurrency=replicas,
         )
         return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model),
-                      functools.partial(ray_llm_answer, base_url=base_url))
+                      functools.partial(ray_llm_answer, base_url=base_url, key=key))
 
     @staticmethod
     def check_config(cfg: EngineConfig) -> None:
         check_options(cfg.options, OPTIONS, OpenAIEngine.name)
         key_env = cfg.options.get("api_key_env", "OPENAI_API_KEY")
-        if not os.environ.get(key_env):
+        if not api_key(cfg.options):
             raise UserError(
                 f"environment variable {key_env} is not set (engine option 'api_key_env'); export it, "
                 "with the value EMPTY for a local server that needs no key"
@@ -101,13 +105,7 @@ class OpenAIEngine(Engine):
         return in_request_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[Request]) -> Iterator[tuple[int, list[Completion]]]:
-        pool = ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(requests))))
-        try:
-            futures = {pool.submit(self._complete, request): index for index, request in enumerate(requests)}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        return unordered_map(self._complete, requests, self.max_concurrency)
 
     def close(self) -> None:
         self.client.close()
@@ -142,12 +140,20 @@ class OpenAIEngine(Engine):
         settings = {name: value for name, value in settings.items() if value is not None}
         chat = request.messages is not None
         if chat:
-            raw = self._with_retries(lambda: self.client.chat.completions.with_raw_response.create(
-                messages=list(request.messages), **settings))
+            create = functools.partial(self.client.chat.completions.with_streaming_response.create,
+                                       messages=list(request.messages))
         else:
-            raw = self._with_retries(lambda: self.client.completions.with_raw_response.create(
-                prompt=request.prompt, **settings))
-        response = _json_object(raw.text, self.base_url, "a completion")
+            create = functools.partial(self.client.completions.with_streaming_response.create, prompt=request.prompt)
+        deadline_s = self.deadline_s or default_deadline_s(request.max_tokens)
+        max_bytes = size_bound(request.max_tokens, request.n)
+
+        def send() -> str:
+            # A stalled read must not outlast the deadline either.
+            started = time.monotonic()
+            reply = create(**settings, timeout=min(self.timeout, deadline_s))
+            return read_bounded(reply, self.base_url, started, deadline_s, max_bytes)
+
+        response = _json_object(self._with_retries(send), self.base_url, "a completion")
         choices = _checked_choices(response, chat, request.n, self.base_url)
         texts = [text for text, _ in choices]
         tokens = _split_tokens(_usage_count(response, "completion_tokens"), texts)
@@ -177,6 +183,13 @@ class OpenAIEngine(Engine):
             delay = min(self.retry_backoff * 2**attempt, _MAX_BACKOFF_S)
             time.sleep(delay * random.uniform(0.5, 1.0))
             attempt += 1
+
+
+def api_key(options: dict[str, Any]) -> str:
+    """The key in the environment variable option `api_key_env` names, remembered as a secret to redact."""
+    key = os.environ.get(options.get("api_key_env", "OPENAI_API_KEY"), "")
+    remember_secret(key)
+    return key
 
 
 class AdaptiveLimit:
@@ -210,6 +223,16 @@ class AdaptiveLimit:
             self.limit //= 2
         ui.info(f"{self.owner}: a request timed out; lowering concurrency to {self.limit} "
                 "(engine options max_concurrency, timeout)")
+
+
+def _seconds(options: dict[str, Any], name: str, default: float | None) -> float | None:
+    value = options.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise UserError(f"engine option '{name}' of the openai engine is {value!r}; give a positive number of "
+                        "seconds (field 'options' of the role)")
+    return float(value)
 
 
 def _retryable_status(status: int) -> bool:
@@ -319,13 +342,14 @@ def ray_llm_row(row: dict[str, Any], model: str) -> dict[str, Any]:
     return {**row, "payload": {"model": model, **prompt, **sampling}}
 
 
-def ray_llm_answer(row: dict[str, Any], base_url: str) -> dict[str, Any]:
-    """One sample's reply (Ray's processor sends one request per sample), checked as `_complete` checks it."""
+def ray_llm_answer(row: dict[str, Any], base_url: str, key: str = "") -> dict[str, Any]:
+    """One sample's reply (Ray's processor sends one request per sample), checked as `_complete` checks it, with
+    the API key `key` redacted (this runs in a Ray worker, which never resolved the key itself)."""
     response = row["http_response"]
     if not isinstance(response, dict):
         raise _not_openai(base_url, f"a {type(response).__name__} instead of a completion", CHECK_BASE_URL)
     choices = response.get("choices")
     chat = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict) and "message" in choices[0]
     [(text, reason)] = _checked_choices(response, chat, 1, base_url)
-    return {"text": text, "tokens": _usage_count(response, "completion_tokens"),
+    return {"text": redact(text, [key]), "tokens": _usage_count(response, "completion_tokens"),
             "prompt_tokens": _usage_count(response, "prompt_tokens"), "finish_reason": reason or FINISHED}

@@ -21,9 +21,10 @@ from sws import tokens, ui
 from sws.config import EngineConfig, PipelineConfig
 from sws.current_policy import resolved
 from sws.engines.base import Completion, Request
-from sws.engines.cache import cache_identity
+from sws.engines.cache import cache_identity, check_cache
 from sws.executors.shards import Shard, plan_shards, read_completions, shard_tokens, shards_dir
 from sws.grading import GradedFn
+from sws.run_dir import RunDir
 from sws.world import get_world
 
 
@@ -51,6 +52,8 @@ class Executor:
         if len(pending) < len(shards):
             ui.info(f"{description}: {len(shards) - len(pending)} of {len(shards)} shards already done in {folder}; "
                     f"running the other {len(pending)}")
+        if not pending:
+            check_cache(RunDir(self.run_dir).request_cache)
         if pending and not tokens.capping():
             self.run_shards(role_name, role, pending, description)
         elif pending:

@@ -7,6 +7,9 @@ it names what was asked, not where: a rerun after a killed driver finds the shar
 asks only the others, and a retried task rewrites the same file instead of adding rows.
 The driver writes each shard's requests to `<name>.requests.jsonl` first, so the cluster reads them from the
 shared run directory rather than through the driver's memory.
+A shard is trusted only whole: its marker records the SHA-256 of its Parquet file, and its rows must be the
+shard's requests, each with as many texts, token counts and finish reasons, none missing. A planned shard that
+fails either check is said in one line and asked again; one that fails when read is one error line.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Any
 
 import polars as pl
 
+from sws import ui
 from sws.atomic_files import write_parquet, write_text
 from sws.engines.base import Completion, Request
 from sws.engines.cache import request_key
+from sws.errors import UserError
 from sws.run_dir import RunDir
 from sws.tables import read_parquet
 
@@ -75,6 +80,8 @@ def plan_shards(folder: Path, identity: dict[str, Any], requests: Iterable[Reque
         for request in chunk:
             digest.update(request_key(identity, request).encode())
         shard = Shard(folder, digest.hexdigest()[:24], start, len(chunk))
+        if shard.done:
+            distrust_if_damaged(shard)
         if not shard.done and not shard.requests_path.exists():
             write_text(shard.requests_path, "".join(encode_request(request) + "\n" for request in chunk))
         shards.append(shard)
@@ -105,23 +112,81 @@ def write_completions(shard: Shard, completions: list[list[Completion]]) -> None
         "prompt_tokens": [[c.prompt_tokens for c in samples] for samples in completions],
     }, schema=COMPLETION_SCHEMA)
     write_parquet(table, shard.completions_path)
-    write_text(shard.marker_path, json.dumps({"requests": len(completions)}) + "\n")
+    marker = {"requests": len(completions), "sha256": file_digest(shard.completions_path)}
+    write_text(shard.marker_path, json.dumps(marker) + "\n")
     shard.requests_path.unlink(missing_ok=True)
 
 
 def read_completions(shards: Sequence[Shard]) -> Iterator[list[Completion]]:
     """Every request's completions in request order, one shard in memory at a time."""
     for shard in shards:
-        table = read_parquet(shard.completions_path)
-        if table.height != shard.size or table["index"].to_list() != list(range(shard.start, shard.start + shard.size)):
-            raise RuntimeError(f"{shard.completions_path}: holds {table.height} rows, expected requests "
-                               f"{shard.start}..{shard.start + shard.size - 1}; delete it and its .done marker")
-        if "prompt_tokens" not in table.columns:  # a shard written before prompt tokens were recorded
-            table = table.with_columns(pl.col("tokens").list.eval(pl.lit(0, pl.Int64)).alias("prompt_tokens"))
+        table, problem = checked_table(shard)
+        if table is None:
+            raise UserError(f"{shard.completions_path}: {problem}; delete it and its .done marker, then rerun")
         for texts, tokens, reasons, prompts in table.select("texts", "tokens", "finish_reasons",
                                                             "prompt_tokens").iter_rows():
             yield [Completion(text, count, reason, prompt) for text, count, reason, prompt
                    in zip(texts, tokens, reasons, prompts, strict=True)]
+
+
+def distrust_if_damaged(shard: Shard) -> None:
+    """Remove a finished shard that fails `checked_table`, saying so, so that its requests are asked again."""
+    _, problem = checked_table(shard)
+    if problem is not None:
+        ui.info(f"{shard.completions_path}: {problem}; not trusted, asking its {shard.size} requests again")
+        shard.marker_path.unlink(missing_ok=True)
+        shard.completions_path.unlink(missing_ok=True)
+
+
+def checked_table(shard: Shard) -> tuple[pl.DataFrame | None, str | None]:
+    """The shard's completions table, or None and what is wrong with it."""
+    if not shard.completions_path.is_file():
+        return None, "missing"
+    recorded = _recorded_digest(shard.marker_path)
+    if recorded is not None and recorded != file_digest(shard.completions_path):
+        return None, "its bytes are not those its .done marker records"
+    try:
+        table = read_parquet(shard.completions_path)
+    except UserError:
+        return None, "not a readable Parquet file"
+    if "prompt_tokens" not in table.columns and "tokens" in table.columns:  # written before prompt tokens were
+        table = table.with_columns(pl.col("tokens").list.eval(pl.lit(0, pl.Int64)).alias("prompt_tokens"))
+    wrong = [name for name, dtype in COMPLETION_SCHEMA.items() if table.schema.get(name) != dtype]
+    if wrong:
+        return None, f"column '{wrong[0]}' missing or not of type {COMPLETION_SCHEMA[wrong[0]]}"
+    if table.height != shard.size or table["index"].to_list() != list(range(shard.start, shard.start + shard.size)):
+        return None, (f"holds {table.height} rows, expected requests {shard.start}..{shard.start + shard.size - 1}")
+    lists = ("texts", "tokens", "finish_reasons", "prompt_tokens")
+    lengths = table.select([pl.col(name).list.len().alias(name) for name in lists])
+    ragged = lengths.select(pl.any_horizontal([pl.col(name).is_null() | (pl.col(name) != pl.col("texts"))
+                                                for name in lists]) | (pl.col("texts") == 0)).to_series()
+    missing = table.select(pl.any_horizontal([pl.col(name).list.eval(pl.element().is_null()).list.any()
+                                               for name in ("texts", "tokens", "prompt_tokens")])).to_series()
+    bad = (ragged | missing.fill_null(True)).arg_true()
+    if len(bad):
+        return None, f"the row of request {shard.start + int(bad[0])} has missing or ragged samples"
+    return table, None
+
+
+def _recorded_digest(marker: Path) -> str | None:
+    """The SHA-256 a marker records; None for a marker written before digests were recorded, or none at all
+    (a shard read before its marker, as a retried task does); "" for a marker that is not sws's."""
+    if not marker.is_file():
+        return None
+    try:
+        recorded = json.loads(marker.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ""
+    digest = recorded.get("sha256") if isinstance(recorded, dict) else ""
+    return digest if isinstance(digest, str) or digest is None else ""
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def shard_tokens(role: str, shards: Sequence[Shard]) -> dict[str, dict[str, int]]:

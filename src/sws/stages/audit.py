@@ -1,4 +1,4 @@
-"""`sws synthesize --steps audit`: a second model checks the labels (on when roles.auditor is set).
+"""`sws synthesize --sub-steps audit`: a second model checks the labels (on when roles.auditor is set).
 
 Reads `labeled.parquet`; writes `audited.parquet` and `audited.rejected.parquet`, which the filter then reads
 instead of `labeled`. Agreement among the labeler's samples is not correctness: a labeler that copies a wrong
@@ -131,6 +131,6 @@ def wrong_label_rate(wrong: int, judged: int) -> dict[str, float]:
 STAGE = Stage(
     STEP, "Check the labels: an auditor solves each labeled problem without seeing its label.", audit,
     reads=("labeled",), writes=("audited",), rejects=("audited",), settings=settings, roles=("auditor",),
-    section="audit", uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --steps audit",
+    section="audit", uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --sub-steps audit",
     in_run=False, runs_when=is_on)
 DECLARED = (STAGE,)

@@ -1,4 +1,4 @@
-"""`sws synthesize --steps combine`: sample concept sets per category under the synthesis budget.
+"""`sws synthesize --sub-steps combine`: sample concept sets per category under the synthesis budget.
 
 Reads `concepts.parquet` and `categories.parquet`; writes `concept_sets.parquet` (set_id, category, concepts,
 level, instance). The budget N is split over the categories that have extracted concepts, in proportion to their
@@ -78,7 +78,7 @@ def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: i
     missing = [category for category in with_concepts if category not in shares]
     if missing:
         raise UserError(f"{source}: no row for category '{missing[0]}' of concepts.parquet; "
-                        "rerun `sws identify` and then `sws synthesize --steps extract`")
+                        "rerun `sws identify` and then `sws synthesize --sub-steps extract`")
     wanted = {category: float(shares[category]) for category in with_concepts}
     if wanted and budget > 0 and not any(share > 0 for share in wanted.values()):
         raise UserError(f"{source}: column 'share' is 0 for every category with weak problems; rerun `sws identify`")
@@ -131,5 +131,5 @@ def combine(context: StageContext) -> StageOutput:
 STAGE = Stage(
     STEP, "Sample concept sets per category under the synthesis budget.", combine,
     reads=("concepts", "categories"), writes=("concept_sets",), settings=settings, section="synthesize",
-    synthesis_step=True, funnel=True, command="sws synthesize --steps combine", in_run=False)
+    synthesis_step=True, funnel=True, command="sws synthesize --sub-steps combine", in_run=False)
 DECLARED = (STAGE,)

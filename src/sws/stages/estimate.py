@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from sws import runner, tokens, ui
-from sws.atomic_files import write_json
+from sws.atomic_files import write_json, write_text
 from sws.budget import largest_remainder
 from sws.config import PipelineConfig
 from sws.funnel import dataframe_table
@@ -29,7 +29,7 @@ from sws.manifests import StageResult
 from sws.run_dir import PILOT_MARKER, RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage, synthesis_steps
-from sws.stages import combine, extract
+from sws.stages import audit, combine, extract
 from sws.stages.rounds import link_checkpoint
 
 # Below this many pilot sets, the projections of rate and label were off by up to 40 % in the arith world
@@ -71,7 +71,7 @@ def prepare_pilot(run_dir: Path) -> Path:
     """The scratch folder with copies of the run's inputs (unchanged copies kept) and its initial checkpoint."""
     run, pilot = RunDir(run_dir), RunDir(run_dir).estimate
     pilot.root.mkdir(parents=True, exist_ok=True)
-    (pilot.root / PILOT_MARKER).write_text("scratch run of `sws synthesize --estimate`; its caches are the run's\n")
+    write_text(pilot.root / PILOT_MARKER, "scratch run of `sws synthesize --estimate`; its caches are the run's\n")
     runner.copy_tables(run.root, pilot.root, INPUTS)
     if run.initial_checkpoint.exists():
         link_checkpoint(run.initial_checkpoint, pilot.initial_checkpoint)
@@ -89,7 +89,7 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool 
     factor = drawn["sets"] / drawn["pilot_sets"] if drawn.get("pilot_sets") else 0.0
     projected: dict[str, Any] = {}
     for step, result in results.items():
-        scale = 1.0 if step in (extract.STEP, combine.STEP) else factor
+        scale = step_scale(step, result, factor, cfg.audit.sample)
         projected[step] = {
             "tokens": {role: {name: round(value * scale) for name, value in counts.items()}
                        for role, counts in result.tokens.items()},
@@ -100,6 +100,19 @@ def run_pilot(cfg: PipelineConfig, run_dir: Path, steps: list[str], force: bool 
                 "weak_problems": projected[extract.STEP]["pilot_in"]}
     write_json(RunDir(pilot).root / "estimate.json", estimate)
     return estimate
+
+
+def step_scale(step: str, result: StageResult, factor: float, audit_sample: int | None) -> float:
+    """How many times the pilot's work the whole budget's step does: extract and combine did all of theirs in the
+    pilot; an audit of `audit.sample` problems audits at most that many, whatever the budget; the other steps
+    grow with the concept sets (`factor`)."""
+    if step in (extract.STEP, combine.STEP):
+        return 1.0
+    audited = int(result.info.get("audited") or 0)
+    if step != audit.STEP or audit_sample is None or not audited:
+        return factor
+    labeled = (result.info.get("funnel") or {}).get("in") or audited
+    return min(audit_sample, labeled * factor) / audited
 
 
 def projection_table(estimate: dict[str, Any], pricing: dict[str, Any]) -> pl.DataFrame:

@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from sws import arms, held_out, runner, ui
+from sws.answer import mean_error, per_problem_scores
 from sws.arms import CHECKPOINTS
 from sws.atomic_files import json_text
 from sws.config import PipelineConfig
@@ -290,20 +291,6 @@ def summary(weakness: pl.DataFrame, checkpoints: list[str], benchmarks: pl.DataF
     return result
 
 
-def per_problem_scores(per_problem: pl.DataFrame, eval_set: str, checkpoint: str) -> pl.DataFrame:
-    """`problem_id, pass1, avg_k` of one checkpoint on one set: the greedy verdict and the share of right samples
-    (null where ungraded)."""
-    return per_problem.filter((pl.col("eval_set") == eval_set) & (pl.col("checkpoint") == checkpoint)).select(
-        "problem_id", pl.col("greedy_correct").cast(pl.Float64).alias("pass1"),
-        pl.when(pl.col("n") > 0).then(pl.col("n_correct") / pl.col("n")).alias("avg_k"))
-
-
-def mean_error(values: pl.Series) -> float | None:
-    """The standard error of the mean of the non-null values (sample sd / √n); None with fewer than two."""
-    values = values.drop_nulls()
-    return None if values.len() < 2 else float(values.std()) / math.sqrt(values.len())
-
-
 def standard_errors(per_problem: pl.DataFrame, checkpoints: list[str]) -> dict[str, Any]:
     """`standard_errors`: {set: {checkpoint or DIFFERENCE: {pass1, avg_k}}} for the weak problems and `weak_like`,
     in shares. A checkpoint's is the error of its mean over the set's problems; the difference's is paired,
@@ -434,7 +421,7 @@ def evaluate_part(checkpoint: str, context: StageContext) -> StageOutput:
 PARTS = {checkpoint: Stage(
     f"eval-{checkpoint}", f"Sample and grade checkpoint {checkpoint} on every evaluation set.",
     functools.partial(evaluate_part, checkpoint), reads=(SETS,), writes=(part(checkpoint),), settings=part_settings,
-    input_files=functools.partial(checkpoint_files, checkpoint), section="eval", uses_executor=True,
+    input_files=functools.partial(checkpoint_files, checkpoint), section="eval", uses_executor=True, float_results=True,
     command="sws eval", in_run=False) for checkpoint in CHECKPOINTS}
 
 

@@ -1,4 +1,4 @@
-"""`sws synthesize --steps extract`: the extractor lists k foundational concepts for each weak problem.
+"""`sws synthesize --sub-steps extract`: the extractor lists k foundational concepts for each weak problem.
 
 Reads `weakness.parquet` (the weak rows) and `problems.parquet` (their text); writes `concepts.parquet` and
 `concepts.rejected.parquet` (outputs cut off at max_tokens, `truncated`, or with no parseable concept list,
@@ -86,5 +86,5 @@ STAGE = Stage(
     STEP, "The extractor lists the foundational concepts of each weak problem.", extract,
     reads=("weakness", "problems"), writes=("concepts",), rejects=("concepts",), settings=settings,
     roles=("extractor",), section="synthesize", uses_executor=True, synthesis_step=True, funnel=True,
-    command="sws synthesize --steps extract", in_run=False)
+    command="sws synthesize --sub-steps extract", in_run=False)
 DECLARED = (STAGE,)

@@ -130,4 +130,4 @@ BAND = Stage(
     section="filter", in_run=False)
 DECLARED = (Stage(
     STAGE, "Keep the labeled problems the initially trained policy solves sometimes, neither never nor always.",
-    drive=run, writes=("filtered",), section="filter", uses_executor=True, command="sws filter"),)
+    drive=run, writes=("filtered",), section="filter", uses_executor=True, command="sws filter", funnel=True),)

@@ -1,4 +1,4 @@
-"""`sws synthesize --steps generate`: one new problem per concept set, then the pre-filters.
+"""`sws synthesize --sub-steps generate`: one new problem per concept set, then the pre-filters.
 
 Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
 `synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
@@ -216,5 +216,5 @@ STAGE = Stage(
     STEP, "The generator writes one problem per concept set; pre-filters reject bad ones.", generate,
     reads=("concept_sets", "problems"), writes=("synthetic",), rejects=("synthetic",), more_reads=earlier_rounds,
     settings=settings, roles=("generator",), section="synthesize", uses_executor=True, synthesis_step=True,
-    funnel=True, command="sws synthesize --steps generate", in_run=False)
+    funnel=True, command="sws synthesize --sub-steps generate", in_run=False)
 DECLARED = (STAGE,)

@@ -230,8 +230,8 @@ STAGE = Stage(
     reads=("problems", "rollouts"), optional_reads=("prior_weak",), writes=("weakness", "categories"),
     settings=settings, output_files=plots, section="identify",
     options=(
-        Option("identify.max_acc", "Weak if max accuracy is at most this (default 0.5).", float),
-        Option("identify.max_slope", "Weak if the OLS slope is at most this (default 0).", float),
+        Option("identify.max_acc", "Weak if max accuracy is at most this.", float),
+        Option("identify.max_slope", "Weak if the OLS slope is at most this.", float),
         Option("identify.strict_max_acc", "Weak only if max accuracy is below max_acc (< instead of <=).", bool,
                "--strict-max-acc/--inclusive-max-acc"),
         Option("identify.strict_slope", "Weak only if the slope is below max_slope (< instead of <=); a never-solved "

@@ -1,4 +1,4 @@
-"""`sws synthesize --steps label`: reference answers by self-consistency of the labeler.
+"""`sws synthesize --sub-steps label`: reference answers by self-consistency of the labeler.
 
 Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. The labeler samples N answers
 (synthesize.label_samples) to the problem statement with any leaked solution removed
@@ -6,8 +6,8 @@ Reads `rated.parquet`; writes `labeled.parquet` and `labeled.rejected.parquet`. 
 (unparsed answers and samples cut off at max_tokens never form a group: a cut-off solution's intermediate
 `\\boxed{}` is no final answer). A comparison whose grading runs out of time is "not known equal": it merges
 no groups. A problem is kept when the largest group holds at least synthesize.min_consistency of the N
-samples; its representative becomes `answer`, and `consistency` is the group's share. Consistency cannot
-catch an answer the problem text dictates: when the problem carries a solution whose answer is the largest
+samples and no other group is as large (a tie, 4 of 8 against 4, is rejected as `tied_answers`); its
+representative becomes `answer`, and `consistency` is the group's share. Consistency cannot catch an answer the problem text dictates: when the problem carries a solution whose answer is the largest
 group's, the label is rejected as `copied_solution`. A label or problem holding a control or bidi character
 (`sws.text_hygiene`) is rejected as `control_characters`.
 Weak-to-strong (synthesize.weak_to_strong): the labeler is a weaker teacher, so additionally its consistency
@@ -45,6 +45,9 @@ from sws.world import get_world
 
 STEP = "label"
 WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
+# The reject reason of a problem whose largest answer group another group ties (4 of 8 against 4 of 8): a
+# label needs a strict majority among the groups, whatever synthesize.min_consistency allows.
+TIED = "tied_answers"
 LABEL_SCHEMA = {"answer": STR, "consistency": FLOAT, "answers": STR_LIST, "student_agreement": FLOAT}
 
 
@@ -70,15 +73,17 @@ def template(cfg: PipelineConfig) -> PromptTemplate:
     return load_template("label", cfg.synthesize.prompt_dir, cfg.world)
 
 
-def teacher_label(answers: list[str | None], pool: GradingPool) -> tuple[str | None, float]:
-    """The answer of the largest equivalence group and that group's share of all samples (None, 0 if none)."""
+def teacher_label(answers: list[str | None], pool: GradingPool) -> tuple[str | None, float, bool]:
+    """The answer of the largest equivalence group, that group's share of all samples (None, 0 if none), and
+    whether another group is as large (a tie: no majority names the label)."""
     groups = group_answers(answers, pool)
     if not groups:
-        return None, 0.0
-    return groups[0].answer, len(groups[0].members) / len(answers)
+        return None, 0.0, False
+    tied = len(groups) > 1 and len(groups[1].members) == len(groups[0].members)
+    return groups[0].answer, len(groups[0].members) / len(answers), tied
 
 
-def teacher_labels(sampled: list[list[str | None]], pool: GradingPool) -> list[tuple[str | None, float]]:
+def teacher_labels(sampled: list[list[str | None]], pool: GradingPool) -> list[tuple[str | None, float, bool]]:
     """A grading body for an executor (`sws.executors`): `teacher_label` of each problem's sampled answers."""
     return [teacher_label(answers, pool) for answers in sampled]
 
@@ -108,9 +113,9 @@ def label(context: StageContext) -> StageOutput:
     verifier = context.world.verifier
     answers = [[sample_answer(completion, verifier) for completion in samples] for samples in completions]
     labels = executor.map_graded(teacher_labels, answers)
-    reasons = [_teacher_reason(answer, consistency, synth.min_consistency, student is not None)
-               for answer, consistency in labels]
-    for index, ((answer, _), solution) in enumerate(zip(labels, leaked, strict=True)):
+    reasons = [_teacher_reason(answer, consistency, tied, synth.min_consistency, student is not None)
+               for answer, consistency, tied in labels]
+    for index, ((answer, _, _), solution) in enumerate(zip(labels, leaked, strict=True)):
         if reasons[index] is None and copies_solution(answer, solution, verifier):
             reasons[index] = "copied_solution"
         if reasons[index] is None and text_hygiene.any_hostile([answer or "", problems[index]]):
@@ -127,7 +132,7 @@ def label(context: StageContext) -> StageOutput:
             elif agreement < synth.student_min_agreement:
                 reasons[index] = "student_disagrees"
     kept, rejected = [], []
-    for row, sampled, (answer, consistency), agreement, reason in zip(
+    for row, sampled, (answer, consistency, _), agreement, reason in zip(
         rated.iter_rows(named=True), answers, labels, agreements, reasons, strict=True
     ):
         record = {**row, "answer": answer, "consistency": consistency, "answers": sampled,
@@ -160,7 +165,7 @@ def sampled_in_waves(cfg: PipelineConfig, executor: Executor, requests: list[Req
             drawn[index].append(completion)
         groups = executor.map_graded(teacher_labels, [[sample_answer(c, verifier) for c in drawn[index]]
                                                       for index in pending])
-        pending = [index for index, (_, share) in zip(pending, groups, strict=True)
+        pending = [index for index, (_, share, _) in zip(pending, groups, strict=True)
                    if not label_settled(round(share * len(drawn[index])), len(drawn[index]), requests[index].n,
                                         synth.min_consistency, weak_to_strong)]
     return drawn
@@ -190,9 +195,12 @@ def copies_solution(answer: str | None, leaked_solution: str | None, verifier: V
     return answer is not None and stated is not None and equivalent(stated, answer, shared_pool(verifier))
 
 
-def _teacher_reason(answer: str | None, consistency: float, min_consistency: float, weak_to_strong: bool) -> str | None:
+def _teacher_reason(answer: str | None, consistency: float, tied: bool, min_consistency: float,
+                    weak_to_strong: bool) -> str | None:
     if answer is None:
         return "no_answer"
+    if tied:
+        return TIED
     if consistency < min_consistency or (weak_to_strong and consistency <= WEAK_TO_STRONG_MIN_CONSISTENCY):
         return "low_consistency"
     return None
@@ -215,5 +223,5 @@ def _student_agreement(
 STAGE = Stage(
     STEP, "Reference answers by the labeler's self-consistency.", label, reads=("rated",), writes=("labeled",),
     rejects=("labeled",), settings=settings, input_files=student_model, roles=("labeler",), section="synthesize",
-    uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --steps label", in_run=False)
+    uses_executor=True, synthesis_step=True, funnel=True, command="sws synthesize --sub-steps label", in_run=False)
 DECLARED = (STAGE,)

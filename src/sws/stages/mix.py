@@ -33,7 +33,8 @@ def synthetic_source(cfg: PipelineConfig) -> str:
 
 
 # The tables `mix.sources` names, each with the column that holds a row's id and its name in reject reasons.
-ADDITIONS = {"synthetic": ("filtered", "syn_id"), "selected": ("selected", "problem_id")}
+ADDITIONS = {"synthetic": ("filtered", "syn_id"), "selected": ("selected", "problem_id"),
+             "random_selected": ("random_selected", "problem_id")}
 
 
 def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_source: str
@@ -118,5 +119,5 @@ SELECTED = Stage(
     SELECTED_STEP, "Build selected_mix.parquet, the selected arm's training set: the seed problems plus the "
     "selected ones (select.arm).", mix_selected, reads=("problems", "selected"), writes=("selected_mix",),
     rejects=("selected_mix",), section="select", title="mix selected", runs_when=lambda cfg: cfg.select.arm,
-    example="sws mix_selected --run runs/demo")
+    example="sws mix-selected --run runs/demo")
 DECLARED = (STAGE, SELECTED)

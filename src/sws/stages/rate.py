@@ -1,4 +1,4 @@
-"""`sws synthesize --steps rate`: every judge rates every problem R times as perfect / acceptable / bad.
+"""`sws synthesize --sub-steps rate`: every judge rates every problem R times as perfect / acceptable / bad.
 
 Reads `synthetic.parquet`; writes `rated.parquet` and `rated.rejected.parquet`. A judgement counts only when
 its last verdict line names a rating and stands below an analysis (`sws.parsing.parse_judgement`): a bare
@@ -153,5 +153,5 @@ def judge_all(
 STAGE = Stage(
     STEP, "Judges rate each problem; the keep rule decides.", rate, reads=("synthetic",), writes=("rated",),
     rejects=("rated",), settings=settings, roles=("judges",), section="synthesize", uses_executor=True,
-    synthesis_step=True, funnel=True, command="sws synthesize --steps rate", in_run=False)
+    synthesis_step=True, funnel=True, command="sws synthesize --sub-steps rate", in_run=False)
 DECLARED = (STAGE,)

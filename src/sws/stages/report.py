@@ -14,23 +14,23 @@ manifests through `StageContext.manifest`, and returns the page and its plots as
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from sws import arms, ui
+from sws import answer, arms, gain_by_family, ui
 from sws.config import EngineConfig, PipelineConfig
+from sws.cotrain import report_section as cotraining
 from sws.funnel import FunnelRow, per_kept_problem, read_budget_spending, read_funnel, token_usage
 from sws.manifests import environment
 from sws.plots import bar_chart, line_chart, new_figure
-from sws.run_dir import RunDir, in_round
+from sws.report_html import Section, embedded, html_table, paragraph
+from sws.run_dir import UNTARGETED, RunDir, in_round
 from sws.runner import REJECTED, StageContext, StageOutput
 from sws.stage import Stage, all_stages, producer_of
 from sws.stages import audit, combine, generate, score
@@ -56,12 +56,6 @@ def teachability(accuracy: pl.Expr) -> pl.Expr:
 def gradient_bearing(accuracy: pl.Expr) -> pl.Expr:
     """Whether a GRPO group on the problem has any reward variance, i.e. 0 < μ < 1."""
     return (accuracy > 0) & (accuracy < 1)
-
-
-@dataclass
-class Section:
-    title: str
-    body: str
 
 
 class Page:
@@ -102,27 +96,9 @@ class Page:
 # ---------------------------------------------------------------- HTML helpers
 
 
-def embedded(png: bytes, name: str) -> str:
-    encoded = base64.b64encode(png).decode("ascii")
-    return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{encoded}">'
-
-
-def paragraph(text: str, css_class: str = "") -> str:
-    attribute = f' class="{css_class}"' if css_class else ""
-    return f"<p{attribute}>{html.escape(text)}</p>"
-
-
-def cell(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return html.escape("–" if value is None else str(value))
-
-
-def html_table(df: pl.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in df.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{cell(value)}</td>" for value in row) + "</tr>"
-                   for row in df.iter_rows())
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+def arm_names(frame: pl.DataFrame) -> pl.DataFrame:
+    """Columns named after an arm renamed to the arm's one name (`answer.name_of`)."""
+    return frame.rename({arm.name: answer.name_of(arm) for arm in arms.ARMS if arm.name in frame.columns})
 
 
 def render_page(title: str, sections: Sequence[Section]) -> str:
@@ -170,16 +146,30 @@ def overview_section(page: Page) -> Section:
     if built_in and get_world(cfg.world).teacher_note:
         note = get_world(cfg.world).teacher_note.format(roles=", ".join(built_in))
         body += f'<div class="note">{paragraph(note)}</div>'
-    body += html_table(role_table)
+    return Section("Run", body + html_table(role_table))
+
+
+def answer_section(page: Page) -> Section:
+    """The answer first: each arm on each held-out set and the differences the run was built to show."""
+    title = "The answer: each arm on the held-out sets"
+    per_problem, sets = page.table("eval/problems"), page.table(eval_stage.SETS)
+    if per_problem is None or sets is None:
+        return Section(title, page.missing("eval/problems"))
+    table = answer.answer_table(per_problem, answer.held_out_sets(sets))
+    if table.is_empty():
+        return Section(title, paragraph("No held-out set was evaluated for an arm.", "missing"))
+    return Section(title, html_table(table) + paragraph(answer.DEFINITION))
+
+
+def timings_section(page: Page) -> Section:
     stages = page.context.manifests()
     timings = pl.DataFrame(
         {"stage": [m["stage"] for m in stages], "seconds": [float(m["seconds"]) for m in stages],
          "finished": [m.get("finished_at", "") for m in stages]},
         schema={"stage": pl.Utf8, "seconds": pl.Float64, "finished": pl.Utf8},
     )
-    if timings.height:
-        body += "<h3>Stages</h3>" + html_table(timings)
-    return Section("Run", body)
+    body = html_table(timings) if timings.height else paragraph("No stage has run yet.", "missing")
+    return Section("Stage timings", body)
 
 
 def categories_section(page: Page) -> Section:
@@ -228,20 +218,29 @@ def trajectories_section(page: Page) -> Section:
     return Section(title, page.figure(figure, "weak_trajectories") + html_table(counts))
 
 
+# The funnel's names for steps whose stage name says less.
+FUNNEL_LABELS = {filter_stage.STAGE: "band", "mix": "added"}
+
+
 def funnel_section(page: Page) -> Section:
     title = "Synthesis funnel"
     rows: list[FunnelRow] = read_funnel(page.context.manifest, funnel_steps())
     if not rows:
         return Section(title, page.missing("labeled"))
     table = pl.DataFrame({
-        "step": [row.step for row in rows], "in": [row.rows_in for row in rows], "kept": [row.kept for row in rows],
+        "step": [FUNNEL_LABELS.get(row.step, row.step) for row in rows], "in": [row.rows_in for row in rows],
+        "kept": [row.kept for row in rows],
         "rejected": [sum(row.rejected.values()) for row in rows],
         "rejected by reason": [", ".join(f"{r} {n}" for r, n in row.rejected.items()) or "–" for row in rows],
         "cut off at max_tokens": [f"{row.truncated} of {row.completions}" for row in rows],
     })
-    figure = bar_chart({row.step: float(row.kept) for row in rows}, title="Rows kept after each step",
-                       ylabel="rows")
-    body = page.figure(figure, "funnel") + html_table(table)
+    figure = bar_chart({FUNNEL_LABELS.get(row.step, row.step): float(row.kept) for row in rows},
+                       title="Rows kept after each step of synthesis", ylabel="rows kept")
+    low, high = page.cfg.filter.band
+    body = (paragraph("Each step of synthesis in order, the rows it took in, kept and rejected (by reason). band: the "
+                      f"difficulty filter, which keeps a problem the initial policy solves in a share of its samples "
+                      f"within [{low:g}, {high:g}] (filter.band); added: the problems mix adds to the seed set.")
+            + page.figure(figure, "funnel") + html_table(table))
     spending = read_budget_spending(page.context.manifest, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         body += ("<h3>How each category's budget was spent</h3>"
@@ -310,15 +309,17 @@ def rounds_table(kept: pl.DataFrame) -> str:
 def training_section(page: Page) -> Section:
     title = "Training curves"
     curves = {arm.name: page.table(arm.curve) for arm in arms.ARMS}
-    series = {name: curve["reward"].rolling_mean(window_size=10, min_samples=1).to_list()
+    series = {answer.name_of(arms.arm(name)): curve["reward"].rolling_mean(window_size=10, min_samples=1).to_list()
               for name, curve in curves.items() if curve is not None and curve.height}
     if not series:
         return Section(title, page.missing(arms.ARMS[0].curve))
     figure = line_chart(series, title="Mean reward per GRPO step (rolling mean over 10 steps)",
                         xlabel="step", ylabel="reward (share of correct rollouts)", ylim=(0, 1))
-    steps = pl.DataFrame({"run": list(series), "steps": [len(values) for values in series.values()],
+    steps = pl.DataFrame({"arm": list(series), "steps": [len(values) for values in series.values()],
                           "last reward (rolling)": [values[-1] for values in series.values()]})
-    return Section(title, page.figure(figure, "training_curves") + html_table(steps))
+    caption = paragraph("Each arm's mean reward on its own training set, so the curves compare how each arm learned "
+                        "its set, not the arms with each other (the held-out sets do that, at the top).")
+    return Section(title, caption + page.figure(figure, "training_curves") + html_table(steps))
 
 
 def evaluation_section(page: Page) -> Section:
@@ -330,8 +331,11 @@ def evaluation_section(page: Page) -> Section:
     wide = overall.pivot(on="checkpoint", index="eval_set", values=["pass1", "avg_k"], sort_columns=False)
     per_category = benchmarks.filter(pl.col("category") != eval_stage.OVERALL).pivot(
         on="checkpoint", index=["eval_set", "category"], values="pass1", sort_columns=False)
-    body = (paragraph(f"Avg@k: k = {page.cfg.eval.k} samples at temperature {page.cfg.eval.temperature}; "
-                      "the seed set is the training set, the other sets are held out.")
+    body = (paragraph(f"Pass@1: the share of problems answered right greedily (one answer at temperature 0); "
+                      f"Avg@k: the share of k = {page.cfg.eval.k} samples at temperature {page.cfg.eval.temperature} "
+                      "that are right. The seed set is the training set, the other sets are held out. Checkpoints: "
+                      "base is train.init_model before any training; start is the policy the world builds for the "
+                      "initial arm (the arith world's warm-started tiny policy); the others are the arms.")
             + html_table(wide) + "<h3>Pass@1 per category</h3>" + html_table(per_category))
     return Section(title, body)
 
@@ -377,25 +381,54 @@ def contamination_section(page: Page) -> Section:
                                     "are rejected before.") + html_table(table))
 
 
+# A category with fewer problems is shown with its n in the tables and never drawn as a share: one problem would
+# be a bar of 0 or 100 %.
+MIN_DRAWN = 10
+
+
+def mitigation_figure(wide: pl.DataFrame, counts: pl.DataFrame) -> Figure | None:
+    """Per category with at least MIN_DRAWN weak problems, the share each checkpoint solves (None: no such one)."""
+    drawn = wide.join(counts, on="category").filter(pl.col("n_weak") >= MIN_DRAWN)
+    if drawn.is_empty():
+        return None
+    checkpoints = [c for c in wide.columns if c != "category"]
+    figure, axes = new_figure(width=8)
+    width = 0.8 / max(1, len(checkpoints))
+    for i, checkpoint in enumerate(checkpoints):
+        axes.bar([p + i * width for p in range(drawn.height)], drawn[checkpoint].fill_null(0), width=width,
+                 label=checkpoint)
+    axes.set_xticks([p + 0.4 - width / 2 for p in range(drawn.height)],
+                    [f"{category} (n={n})" for category, n in drawn.select("category", "n_weak").iter_rows()],
+                    rotation=30)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("category (n: its previously weak problems)")
+    axes.set_ylabel("share of them solved (greedy)")
+    axes.set_title("Previously weak problems each policy solves")
+    axes.legend()
+    return figure
+
+
 def mitigation_section(page: Page) -> Section:
     title = "Weakness mitigation: share of the previously weak problems each policy solves"
     weakness = page.table("eval/weakness")
     if weakness is None:
         return Section(title, page.missing("eval/weakness"))
-    wide = weakness.pivot(on="checkpoint", index="category", values="solved", sort_columns=False)
+    wide = arm_names(weakness.pivot(on="checkpoint", index="category", values="solved", sort_columns=False))
     counts = weakness.filter(pl.col("checkpoint") == weakness["checkpoint"][0]).select("category", "n_weak")
-    checkpoints = [c for c in wide.columns if c != "category"]
-    figure, axes = new_figure(width=8)
-    width = 0.8 / max(1, len(checkpoints))
-    for i, checkpoint in enumerate(checkpoints):
-        axes.bar([p + i * width for p in range(wide.height)], wide[checkpoint].fill_null(0), width=width,
-                 label=checkpoint)
-    axes.set_xticks([p + 0.4 - width / 2 for p in range(wide.height)], wide["category"].to_list(), rotation=30)
-    axes.set_ylim(0, 1)
-    axes.set_ylabel("weak problems solved (greedy)")
-    axes.set_title("Previously weak problems each policy solves")
-    axes.legend()
-    body = page.figure(figure, "weakness_mitigation") + html_table(wide.join(counts, on="category"))
+    figure = mitigation_figure(wide, counts)
+    small = counts.filter(pl.col("n_weak") < MIN_DRAWN)["category"].to_list()
+    rule = page.cfg.identify
+    body = paragraph("Weak problems: seed problems whose best rollout-group accuracy during the initial policy's "
+                     f"training stayed at most {rule.max_acc:g} and whose accuracy trend (slope) stayed at most "
+                     f"{rule.max_slope:g} (identify.max_acc, identify.max_slope). The share of them each policy "
+                     "solves greedily (Pass@1, one answer at temperature 0); they are "
+                     "training problems, so this is a diagnostic, not the answer (held-out sets above). The plot "
+                     "compares the policies per category"
+                     + (f"; categories with fewer than {MIN_DRAWN} weak problems are left out of it and shown with "
+                        f"their n in the table ({', '.join(small)})" if small else "") + ".")
+    if figure is not None:
+        body += page.figure(figure, "weakness_mitigation")
+    body += html_table(wide.join(counts, on="category"))
     return Section(title, body + weak_like_table(page) + precision_table(page) + weak_exposure_table(page))
 
 
@@ -449,8 +482,16 @@ def arms_section(page: Page) -> Section:
         "Each arm continues from the initial policy with the same GRPO settings: seed only (the baseline) on the "
         "seed set, synthetic (augmented) on seed ∪ the synthetic problems the band filter kept, selected on seed ∪ "
         f"the pool problems sws select took nearest the weak ones, {budget}, split over the categories by fail "
-        f"ratio. GRPO steps: {', '.join(f'{arm} {count}' for arm, count in steps.items())}. Differences are in "
+        f"ratio; the controls, where trained: untargeted on seed ∪ the same synthesis fed by random seed problems, "
+        f"random pool on seed ∪ as many pool problems drawn at random. "
+        f"GRPO steps: {', '.join(f'{arm} {count}' for arm, count in steps.items())}. Differences are in "
         "points; one run's difference is mostly noise, `sws compare` gives them over seeds.")
+    train = page.cfg.train
+    if train.online_filter is not None and train.online_filter_arms == "augmented":
+        body += paragraph(
+            f"Confound: the online filter (train.online_filter {list(train.online_filter)}) drops rollout groups in "
+            "the augmented and untargeted arms only (train.online_filter_arms: augmented, as the authors' scripts), "
+            "so part of any difference to the other arms may be the filter's.", "missing")
     added = added_problems(page, labels)
     if added.height:
         body += "<h3>Problems each arm adds to the seed set</h3>" + html_table(added)
@@ -476,13 +517,39 @@ def arms_section(page: Page) -> Section:
     return Section(title, body)
 
 
+def gain_section(page: Page) -> Section:
+    """Each difference on the fresh problems of the weak problems' families, by category and by family."""
+    title = "Where the gain sits: each difference on weak_like, by category and by the world's family"
+    problems = page.table("eval/problems")
+    found = gain_by_family.effects(problems, page.context.world.family_of) if problems is not None else None
+    if found is None or found.is_empty():
+        return Section(title, page.missing("eval/problems") if problems is None else paragraph(
+            "No weak_like problems were evaluated for two compared arms.", "missing"))
+    return Section(title, paragraph(
+        "Avg@k of each arm and the difference in points, per category and per family (the world's tag: the skills "
+        "a problem needs). One run's per-family difference rests on few problems; `sws compare` gives the mean "
+        "over seeds.") + html_table(found.with_columns(pl.col("^.*avg_k$", "points").round(3))) + concepts_table(page))
+
+
+def concepts_table(page: Page) -> str:
+    """How closely each synthesis's kept problems follow the weak problems' concepts (targeted and untargeted)."""
+    weak_concepts = page.table("concepts")
+    kept = {name: frame for name, table in (("targeted", "filtered"), ("untargeted", f"{UNTARGETED}/filtered"))
+            if (frame := page.table(table)) is not None and "concepts" in frame.columns}
+    if weak_concepts is None or not kept:
+        return ""
+    return (paragraph("The kept synthetic problems whose concepts follow the weak problems' (as the extractor "
+                      "listed them): targeted synthesis draws its concept sets from them, the untargeted control "
+                      "from random seed problems.") + html_table(gain_by_family.concept_match(kept, weak_concepts)))
+
+
 def weak_like_table(page: Page) -> str:
     """Pass@1 on fresh problems of the weak problems' families, when eval measured it (the arith world)."""
     benchmarks = page.table("eval/benchmarks")
     like = None if benchmarks is None else benchmarks.filter(pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
     if like is None or like.height == 0:
         return ""
-    wide = like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False)
+    wide = arm_names(like.pivot(on="checkpoint", index="category", values="pass1", sort_columns=False))
     return (paragraph("Fresh problems of the weak problems' families (arith.n_weak_like, drawn over the weak "
                       "problems in turn; none is a problem any checkpoint trained on): a policy that learned the "
                       "skill solves more of them, one that learned only the weak problems does not.")
@@ -517,24 +584,13 @@ def weak_exposure_table(page: Page) -> str:
     """How often each later run drew the weak problems into a GRPO batch: a policy this small learns the problems
     it trains on, so an arm that revisits them more solves more of them without learning more of the skill."""
     weakness = page.table("weakness")
-    if weakness is None:
+    logs = {arm.name: log for arm in arms.continuing() if (log := page.table(arm.rollouts)) is not None}
+    if weakness is None or not logs or not weakness["weak"].any():
         return ""
-    weak = weakness.filter(pl.col("weak")).select("problem_id")
-    rows = []
-    for arm in arms.continuing():
-        rollouts = page.table(arm.rollouts)
-        if rollouts is None or weak.height == 0:
-            continue
-        draws = rollouts.group_by("problem_id").agg(pl.col("step").n_unique().alias("draws"))
-        per_weak = weak.join(draws, on="problem_id", how="left").fill_null(0)["draws"]
-        rows.append({"run": arm.name, "draws per weak problem": per_weak.mean(),
-                     "draws per problem trained on": draws["draws"].mean(), "weak problems never drawn":
-                     int((per_weak == 0).sum())})
-    if not rows:
-        return ""
+    draws = gain_by_family.weak_draws(logs, weakness.filter(pl.col("weak"))["problem_id"])
     return (paragraph("How often each run drew the weak problems into a training batch (its rollout log). The "
                       "baseline trains on the seed set alone and so revisits the weak problems more often than "
-                      "an arm whose set also holds added problems.") + html_table(pl.DataFrame(rows)))
+                      "an arm whose set also holds added problems.") + html_table(draws))
 
 
 def accuracy_sets(page: Page) -> pl.DataFrame:
@@ -713,16 +769,18 @@ MAX_LEDGER_ROWS = 300
 
 
 SECTIONS: tuple[Callable[[Page], Section], ...] = (
-    overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
+    answer_section, overview_section, categories_section, trajectories_section, funnel_section, audit_section, tokens_section,
     judges_section, band_section, training_section, evaluation_section, benchmarks_section, mitigation_section,
-    arms_section, contamination_section, teachability_section, rounds_section, environment_section,
+    arms_section, gain_section, contamination_section, teachability_section, rounds_section,
+    cotraining.cotraining_section, environment_section, timings_section,
 )
 
 
 # Every table a section shows, each read when present.
-TABLES = ("categories", "weakness", "rated", "rated" + REJECTED, "filtered", "filtered" + REJECTED, "problems",
+TABLES = ("categories", "weakness", "concepts", f"{UNTARGETED}/filtered", "rated", "rated" + REJECTED, "filtered", "filtered" + REJECTED, "problems",
           *arms.training_sets(), *(arm.curve for arm in arms.ARMS), *(arm.rollouts for arm in arms.continuing()),
-          "eval/problems", "eval/benchmarks", "eval/weakness", "ledger", "rounds_summary")
+          "eval/problems", eval_stage.SETS, "eval/benchmarks", "eval/weakness", "ledger", "rounds_summary",
+          *cotraining.TABLES)
 
 
 def later_rounds_evaluated(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:

@@ -18,8 +18,9 @@ embeddings in memory: per row only its distance and nearest weak problem are kep
 Rejected, with a reason: a pool problem that duplicates a seed or reference (benchmark) problem by the rule
 generate uses (`reference_index`), the reasons `prepare` rejects rows for (an empty problem, a repeated one...),
 one of a category without weak problems (`category_without_weakness`), one past its category's budget
-(`beyond_budget`), and with `select.band` one the initial policy solves too rarely or too often (the band of
-`sws filter`, `filter.band`).
+(`beyond_budget`), and with `select.band` (on by default, so selection and synthesis add problems of the same
+band) one the initial policy solves too rarely or too often (the band of `sws filter`, `filter.band`): then the
+nearest problems are scored in order until the category's budget is filled with problems in the band.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from sws.embeddings import chunk_cache_dir, embed_in_chunks, embed_texts
 from sws.errors import UserError
 from sws.executors import Executor
 from sws.manifests import StageResult
+from sws.pinned_threads import pinned_threads
 from sws.policy import policy_role
 from sws.records import normalize_records
 from sws.run_dir import RunDir
@@ -56,6 +58,8 @@ SELECTED_SCHEMA = {**dict.fromkeys(PROBLEM_COLUMNS, STR), "distance": pl.Float64
 # Pool rows embedded (and cached) together: what sits in memory of a pool's embeddings at any time.
 POOL_CHUNK = 4096
 ChunkEmbedder = Callable[[list[str]], Iterable[np.ndarray]]
+# (ranked candidates, quota) -> (the rows taken, the others with a reject_reason).
+Taker = Callable[[pl.DataFrame, int], tuple[pl.DataFrame, pl.DataFrame]]
 
 
 def category_budgets(categories: pl.DataFrame, budget: int) -> dict[str, int]:
@@ -67,18 +71,28 @@ def category_budgets(categories: pl.DataFrame, budget: int) -> dict[str, int]:
 def nearest_weak(chunks: Iterable[np.ndarray], weak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per pool row, chunk by chunk: the cosine distance to its nearest weak problem (rows are L2-normalised), and
     that one's row in `weak`."""
+    import torch
+
     distances, nearest = [np.zeros(0, np.float32)], [np.zeros(0, np.int64)]
     for chunk in chunks:
-        similarity = chunk @ weak.T
+        with pinned_threads():  # the product's last bits would depend on the thread count
+            similarity = (torch.from_numpy(np.ascontiguousarray(chunk, np.float32))
+                          @ torch.from_numpy(np.ascontiguousarray(weak, np.float32)).T).numpy()
         index = similarity.argmax(axis=1)
         distances.append(1.0 - similarity[np.arange(len(chunk)), index])
         nearest.append(index)
     return np.concatenate(distances), np.concatenate(nearest)
 
 
+def take_first(ranked: pl.DataFrame, quota: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The first `quota` rows, and the others rejected as `beyond_budget`."""
+    return ranked.head(quota), ranked.slice(quota).with_columns(reject_reason=pl.lit("beyond_budget"))
+
+
 def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embed_weak: Callable[[list[str]], np.ndarray],
-           embed_pool: ChunkEmbedder) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The nearest pool problems per category under its budget, and the rows past it (with their distance)."""
+           embed_pool: ChunkEmbedder, take: Taker = take_first) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The nearest pool problems per category under its budget (`take` picks them from the nearest first), and the
+    rows it did not take (with their distance and reason)."""
     selected, beyond = [], []
     for category, quota in budgets.items():
         candidates = pool.filter(pl.col("category") == category)
@@ -91,8 +105,9 @@ def select(pool: pl.DataFrame, weak: pl.DataFrame, budgets: dict[str, int], embe
                                          pl.Series("nearest_weak_id", weak_here["problem_id"].gather(nearest),
                                                    dtype=STR))
         ranked = ranked.with_row_index("position").sort(["distance", "position"]).drop("position")
-        selected.append(ranked.head(quota).select(*SELECTED_SCHEMA))
-        beyond.append(ranked.slice(quota).with_columns(reject_reason=pl.lit("beyond_budget")))
+        taken, left = take(ranked, quota)
+        selected.append(taken.select(*SELECTED_SCHEMA))
+        beyond.append(left)
     kept = pl.concat(selected) if selected else pl.DataFrame(schema=SELECTED_SCHEMA)
     return kept, pl.concat(beyond, how="diagonal_relaxed") if beyond else pl.DataFrame()
 
@@ -111,10 +126,29 @@ def not_duplicates(cfg: PipelineConfig, problems: pl.DataFrame, pool: pl.DataFra
             marked.filter(pl.col("reject_reason").is_not_null()))
 
 
+def fill_in_band(cfg: PipelineConfig, executor: Executor, policy: EngineConfig) -> Taker:
+    """`select.band`: take ranked rows in order until `quota` of them lie in the band of `sws filter` under the
+    initial policy (scoring only as many as it takes: the next `quota - taken` each time), so a band-filtered
+    selection adds as many problems as an unfiltered one while the pool lasts. The scored rows outside the band
+    are rejected with the reason; the rows never scored as `beyond_budget`."""
+    def take(ranked: pl.DataFrame, quota: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+        kept, rejected, start = [], [], 0
+        while start < ranked.height and sum(frame.height for frame in kept) < quota:
+            wave = ranked.slice(start, quota - sum(frame.height for frame in kept))
+            fits, out = in_band(cfg, executor, policy, wave)
+            kept.append(fits)
+            rejected.append(out)
+            start += wave.height
+        _, beyond = take_first(ranked, start)
+        return (pl.concat(kept) if kept else ranked.clear(),
+                pl.concat([*rejected, beyond], how="diagonal_relaxed"))
+    return take
+
+
 def in_band(cfg: PipelineConfig, executor: Executor, policy: EngineConfig, selected: pl.DataFrame
             ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`select.band`: the selected problems whose accuracy under the initial policy lies in `filter.band`, as
-    `sws filter` keeps synthetic ones; the others with the reason."""
+    """The problems whose accuracy under the initial policy lies in `filter.band`, as `sws filter` keeps synthetic
+    ones; the others with the reason."""
     from sws.stages.filter import BAND_TOLERANCE
     from sws.stages.score import policy_graded_counts
 
@@ -173,14 +207,28 @@ def settings(cfg: PipelineConfig, options: dict) -> dict:
             **categorizer_identity(cfg), **(band if cfg.select.band else {})}
 
 
+def taker(context: StageContext) -> Taker:
+    """How a selection takes its quota from ranked rows: in the band (`select.band`), or the first ones."""
+    if not context.cfg.select.band:
+        return take_first
+    return fill_in_band(context.cfg, context.executor, policy_role(context.cfg, context.run.root))
+
+
+def read_pool(context: StageContext) -> tuple[pl.DataFrame, pl.DataFrame, Categorizer | None]:
+    """The pool (`select.pool`) as problems with their `sel/<pool>` source, the rows `prepare`'s rules reject, and
+    the categorizer that labelled it (with `prepare.categorize`)."""
+    cfg = context.cfg
+    pool_path = Path(cfg.select.pool)
+    categorizer = Categorizer(cfg, context.executor, "label pool categories") if cfg.prepare.categorize else None
+    pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
+    return pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}")), rejected, categorizer
+
+
 def select_from_pool(context: StageContext) -> StageOutput:
     """The pool problems nearest to the weak ones, per category under its budget; the others with a reason."""
     cfg = context.cfg
-    pool_path = Path(cfg.select.pool)
     budget = cfg.select.budget if cfg.select.budget is not None else context.table("filtered").height
-    categorizer = Categorizer(cfg, context.executor, "label pool categories") if cfg.prepare.categorize else None
-    pool, rejected = normalize_records(read_records(pool_path), pool_path, cfg.prepare, None, categorizer)
-    pool = pool.with_columns(source=pl.lit(f"sel/{pool_path.stem}"))
+    pool, rejected, categorizer = read_pool(context)
     problems = context.table("problems")
     fresh, duplicates = not_duplicates(cfg, problems, pool)
     budgets = category_budgets(context.table("categories"), budget)
@@ -192,13 +240,10 @@ def select_from_pool(context: StageContext) -> StageOutput:
         fresh.filter(pl.col("category").is_in(list(budgets))), weak, budgets,
         lambda texts: embed_texts(texts, cfg.roles.embedder, run_dir),
         lambda texts: embed_in_chunks(texts, cfg.roles.embedder, chunk_cache_dir(run_dir, cfg.roles.embedder.model),
-                                      POOL_CHUNK))
-    out_of_band = pl.DataFrame()
-    if cfg.select.band and selected.height:
-        selected, out_of_band = in_band(cfg, context.executor, policy_role(cfg, run_dir), selected)
+                                      POOL_CHUNK), taker(context))
     rejected_frame = pl.concat([
         rejected, duplicates,
-        without_weakness.with_columns(reject_reason=pl.lit("category_without_weakness")), beyond, out_of_band,
+        without_weakness.with_columns(reject_reason=pl.lit("category_without_weakness")), beyond,
     ], how="diagonal_relaxed")
     ui.info(f"{STEP}: {selected.height} of {pool.height + rejected.height} pool problems selected "
             f"(budget {budget}) -> selected.parquet")
@@ -215,12 +260,13 @@ def select_from_pool(context: StageContext) -> StageOutput:
 FROM_POOL = Stage(
     STEP, "Take the pool problems nearest to the weak ones (the pool: select.pool).", select_from_pool,
     reads=("problems", "weakness", "categories"), more_reads=budget_tables, writes=("selected",),
-    rejects=("selected",), settings=settings, input_files=inputs, section="select", in_run=False)
+    rejects=("selected",), settings=settings, input_files=inputs, section="select", float_results=True, in_run=False)
 STAGE = Stage(
     STEP, "Take the pool problems nearest to the weak ones, per category under the fail-ratio budget (no "
     "generation).", drive=run, writes=("selected",), section="select",
-    options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file (default: the world's own "
-                    "pool, if it draws one).", str, "--pool"),
-             Option("select.budget", "Problems to select in all (default: as many as the band filter kept).", int)),
-    example="sws select --run runs/demo --pool pool.jsonl --budget 100", runs_when=lambda cfg: cfg.select.arm)
+    options=(Option("select.pool", "Pool of problems: a JSON list, JSONL or Parquet file; unset: the world's own "
+                    "pool, if it draws one.", str, "--pool"),
+             Option("select.budget", "Problems to select in all; unset: as many as the band filter kept.", int,
+                    "--problems")),
+    example="sws select --run runs/demo --pool pool.jsonl --problems 100", runs_when=lambda cfg: cfg.select.arm)
 DECLARED = (STAGE,)

@@ -47,14 +47,14 @@ def max_tokens_fields() -> dict[str, str]:
 
 
 def parse_steps(text: str | None) -> list[str]:
-    """The steps named in a comma-separated `--steps` value, in pipeline order (all when None)."""
+    """The steps named in a comma-separated `--sub-steps` value, in pipeline order (all when None)."""
     known = declared_steps()
     if text is None:
         return list(known)
     named = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [step for step in named if step not in known]
     if unknown or not named:
-        raise UserError(f"--steps: unknown step '{unknown[0] if unknown else text}'; "
+        raise UserError(f"--sub-steps: unknown sub-step '{unknown[0] if unknown else text}'; "
                         f"use a comma-separated subset of {','.join(known)}")
     return [step for step in known if step in named]
 
@@ -74,7 +74,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, steps: Sequence
     declared = declared_steps()
     if estimate:
         if steps is not None:
-            raise UserError("--estimate projects the whole synthesis; leave out --steps")
+            raise UserError("--estimate projects the whole synthesis; leave out --sub-steps")
         return pilot.run(cfg, run_dir, steps_on(cfg), force)
     named = list(declared) if steps is None else parse_steps(",".join(steps))
     chosen = [step for step in named if step in steps_on(cfg)]
@@ -107,11 +107,11 @@ DECLARED = (Stage(
     "synthesize", "Turn the weak problems into new problems with verified reference answers, and print the "
     "funnel.", drive=run, reads=("weakness", "categories", "problems"), section="synthesize",
     uses_executor=True, command="sws synthesize", options=(
-        Option("synthesize.budget", "Concept sets (new problems) to sample in all (default 200).", int),
-        Option("synthesize.max_tokens", "Stop cleanly between shards once the steps' prompt + completion tokens "
-               "reach this (exit code 3); rerun with a higher cap to continue.", int),
-        Option("synthesize.max_cost", "Stop cleanly between shards once the steps' cost (from `pricing`, dollars) "
-               "reaches this (exit code 3); rerun with a higher cap to continue.", float),
-        Option("synthesize.estimate_share", "--estimate: share of the concept sets the pilot runs (default 0.05).",
+        Option("synthesize.budget", "Concept sets (new problems) to sample in all.", int, "--concept-sets"),
+        Option("synthesize.max_tokens", "Stop cleanly between shards once the sub-steps' prompt + completion tokens "
+               "reach this (exit code 3); rerun with a higher cap to continue.", int, "--token-cap"),
+        Option("synthesize.max_cost", "Stop cleanly between shards once the sub-steps' cost (from `pricing`, dollars) "
+               "reaches this (exit code 3); rerun with a higher cap to continue.", float, "--cost-cap"),
+        Option("synthesize.estimate_share", "--estimate: share of the concept sets the pilot runs.",
                float),
     )),)

@@ -34,8 +34,9 @@ from sws.world import get_world
 
 def settings(trained: Arm, cfg: PipelineConfig, options: dict) -> dict[str, Any]:
     """What decides an arm's run besides its inputs. It leaves out the other trainer's settings, the memory the
-    fit check assumes, and the steps of other arms."""
-    not_deciding: dict[str, Any] = {each.steps_field: True for each in ARMS} | {"side_by_side": True}
+    fit check assumes, the steps of other arms and the tracker."""
+    not_deciding: dict[str, Any] = {each.steps_field: True for each in ARMS} | {"side_by_side": True,
+                                                                                 "report_to": True}
     if cfg.train.trainer == "trl":
         not_deciding |= {"verl": True, "trl": {"device_memory_gb"}}
     else:
@@ -97,7 +98,8 @@ def training_job(trained: Arm, context: StageContext) -> TrainJob:
         identity=context.identity,
         config_file=run.config,
         run_name=run.root.name,
-        online_filter=trained.online_filter,
+        online_filter=trained.filters_online(cfg),
+        beside_filtered=trained.starts_from is not None and cfg.train.online_filter is not None,
     )
 
 
@@ -123,7 +125,7 @@ def declaration(trained: Arm) -> Stage:
         f"train_{trained.name}", f"GRPO-train the {trained.name} policy.", functools.partial(train_arm, trained),
         reads=(trained.training_set,), writes=(trained.curve, trained.rollouts),
         settings=functools.partial(settings, trained), input_files=functools.partial(start_files, trained),
-        output_files=functools.partial(final_model, trained), section="train", command=f"sws train {trained.name}",
+        output_files=functools.partial(final_model, trained), section="train", float_results=True, command=f"sws train {trained.name}",
         title=f"train {trained.name}", runs_when=trained.runs_when, in_run=trained.side_by_side is None)
 
 
@@ -146,7 +148,7 @@ def train_group(group: str, cfg: PipelineConfig, run_dir: Path, force: bool = Fa
     """Train the group's arms that the config asks for, side by side when `train.side_by_side` allows."""
     members = [each for each in side_by_side_groups()[group] if each.is_on(cfg)]
     pending = [each for each in members if force or not runner.is_current(STAGES[each.name], cfg, run_dir)]
-    if len(pending) < 2 or not side_by_side(cfg, len(members)):
+    if len(pending) < 2 or runner.is_planning() or not side_by_side(cfg, len(members)):
         return [run_arm(each.name, cfg, run_dir, force) for each in members]
     from sws.side_by_side import Task, run_side_by_side
 

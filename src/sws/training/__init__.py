@@ -58,6 +58,8 @@ class TrainJob:
     run_name: str = "run"
     # Keep only the rollout groups in train.online_filter (`sws.arms.Arm.online_filter`).
     online_filter: bool = False
+    # An arm compared with one that filters online: trained on the same trainer (verl's v1), filtered or not.
+    beside_filtered: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,14 +80,18 @@ def launch_script_path(out_dir: Path) -> Path:
     return Path(out_dir) / "launch.sh"
 
 
-def write_launch_script(out_dir: Path, comment: str, command: list[str]) -> Path:
-    """`<out_dir>/launch.sh`: `command` (then the script's own arguments), with `comment` lines on top."""
+def write_launch_script(out_dir: Path, comment: str, command: list[str],
+                        environment: dict[str, str] | None = None) -> Path:
+    """`<out_dir>/launch.sh`: `command` (then the script's own arguments) with `environment` exported, and
+    `comment` lines on top."""
     from sws.atomic_files import write_text
 
     path = launch_script_path(out_dir)
     lines = " \\\n    ".join(shlex.quote(part) for part in command)
     comments = "".join(f"# {line}\n" for line in comment.splitlines())
-    write_text(path, f"#!/usr/bin/env bash\n{comments}set -euo pipefail\nexport PYTHONUNBUFFERED=1\n"
+    exports = "".join(f"export {name}={shlex.quote(value)}\n"
+                      for name, value in {"PYTHONUNBUFFERED": "1", **(environment or {})}.items())
+    write_text(path, f"#!/usr/bin/env bash\n{comments}set -euo pipefail\n{exports}"
                      f"exec {lines} \\\n    \"$@\"\n")
     path.chmod(0o755)
     return path
@@ -152,5 +158,5 @@ def train(job: TrainJob, cfg: TrainConfig, force: bool = False) -> TrainOutcome:
 
 
 def online_filter_band(job: TrainJob, cfg: TrainConfig) -> tuple[float, float] | None:
-    """train.online_filter, for the arms that filter online (the authors' dynamic sampling in their augmented stage)."""
+    """train.online_filter, for the arms that filter online (`sws.arms.Arm.filters_online`)."""
     return cfg.online_filter if job.online_filter else None

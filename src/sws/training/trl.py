@@ -42,6 +42,7 @@ from sws.training import (
 )
 from sws.training.reward import CorrectnessReward
 from sws.training.rollout_log import RolloutLog
+from sws.training.tracking import require_tracker, tracking_variables
 from sws.training.trl_devices import check_fit, device_batch, require_gpus
 from sws.training.trl_launch import log_history_file, write_launch
 from sws.world import get_world
@@ -62,7 +63,7 @@ CURVE_COLUMNS = {
 MANAGED_FIELDS = {
     "output_dir", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "generation_batch_size",
     "steps_per_generation", "num_generations", "learning_rate",
-    "max_completion_length", "temperature", "beta", "save_steps", "use_vllm", "seed",
+    "max_completion_length", "temperature", "beta", "save_steps", "use_vllm", "seed", "report_to",
 }
 
 
@@ -103,8 +104,10 @@ def prepare(job: TrainJob, cfg: TrainConfig) -> str:
 
 
 def refuse_what_cannot_run(job: TrainJob, cfg: TrainConfig) -> None:
-    """UserError, before anything is written, for settings TRL rejects or a micro-batch no device can hold."""
+    """UserError, before anything is written, for settings TRL rejects, a micro-batch no device can hold or a
+    tracker that is not installed."""
     grpo_config(job, cfg)
+    require_tracker(cfg.report_to, job.config_file)
     check_fit(cfg, job.init_model, device_batch(cfg, job.config_file), job.config_file)
 
 
@@ -121,19 +124,20 @@ def run_training(job: TrainJob, cfg: TrainConfig) -> list[dict[str, Any]] | None
     resume_from, resume_step = latest_checkpoint(job.out_dir / "checkpoints")
     reward = CorrectnessReward(log, cfg.num_generations, get_world(job.world).verifier, job.reward, cfg.reward,
                                online_filter_band(job, cfg))
-    trainer = (BandFilteredGRPOTrainer if reward.band is not None else GRPOTrainer)(
-        model=str(job.init_model),
-        reward_funcs=[reward],
-        args=args,
-        train_dataset=grpo_dataset(job.problems, job.world),
-        processing_class=tokenizer,
-        callbacks=[FlushRolloutsBeforeCheckpoint(log),
-                   TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
-    )
-    _drop_console_printers(trainer)
-    if resume_from is not None and trainer.is_world_process_zero():
-        ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+    with tracking_variables(cfg.report_to, job.out_dir):
+        trainer = (BandFilteredGRPOTrainer if reward.band is not None else GRPOTrainer)(
+            model=str(job.init_model),
+            reward_funcs=[reward],
+            args=args,
+            train_dataset=grpo_dataset(job.problems, job.world),
+            processing_class=tokenizer,
+            callbacks=[FlushRolloutsBeforeCheckpoint(log),
+                       TrainProgress(f"train {job.name}", progress_path(job.out_dir))],
+        )
+        _drop_console_printers(trainer)
+        if resume_from is not None and trainer.is_world_process_zero():
+            ui.info(f"train {job.name}: resuming from step {resume_step} ({resume_from})")
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
     if not trainer.is_world_process_zero():
         return None
     log.flush()
@@ -184,7 +188,6 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
         "lr_scheduler_type": "constant",
         "save_strategy": "steps",
         "save_total_limit": 2,
-        "report_to": "none",
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
         **cfg.extra,
@@ -202,6 +205,8 @@ def grpo_config(job: TrainJob, cfg: TrainConfig) -> Any:
         "save_steps": cfg.save_steps,
         "use_vllm": cfg.use_vllm,
         "seed": job.seed,
+        "report_to": cfg.report_to,
+        "run_name": f"{job.run_name}-{job.name}",
     }
     if cfg.use_vllm:
         settings.setdefault("vllm_mode", "colocate")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from sws import ui
-from sws.atomic_files import write_json
+from sws.atomic_files import open_append, write_json
 from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.rollouts import read_verl_dumps, rollouts_from_verl_dumps
@@ -78,7 +78,7 @@ def _run_logged(command: list[str], log: Path, job: TrainJob) -> None:
     ui.info(f"train {job.name}: verl's output goes to {log}")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     bar = ui.progress_bar()
-    with bar, log.open("a") as sink:
+    with bar, open_append(log) as sink:
         task = bar.add_task(f"train {job.name} (verl)", total=job.steps, rate="")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                    errors="replace")
@@ -98,7 +98,7 @@ def _run_logged(command: list[str], log: Path, job: TrainJob) -> None:
 def _merge(python: Path, actor_dir: Path, destination: Path, log: Path) -> None:
     """Convert the FSDP actor checkpoint into a Hugging Face folder at `destination`, atomically."""
     staging = staging_dir(destination)
-    with log.open("a") as sink:
+    with open_append(log) as sink:
         code = subprocess.run(merge_command(python, actor_dir, staging), stdout=sink, stderr=subprocess.STDOUT,
                               check=False).returncode
     if code != 0 or not (staging / "config.json").is_file():

@@ -24,6 +24,7 @@ from sws.config import TrainConfig
 from sws.errors import UserError
 from sws.references import name_of
 from sws.training import TrainJob, launch_script_path, online_filter_band, reward_name, write_launch_script
+from sws.training.tracking import tracking_environment
 from sws.training.verl_dataset import verl_table
 from sws.world import get_world
 
@@ -50,15 +51,15 @@ MANAGED_KEYS = {
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "train.verl.tensor_parallel_size",
     "actor_rollout_ref.rollout.gpu_memory_utilization": "train.verl.gpu_memory_utilization",
     "reward.custom_reward_function.path": "written by sws", "reward.custom_reward_function.name": "written by sws",
-    "trainer.use_v1": "fixed (the legacy trainer dumps the reward's problem_id); the v1 trainer with "
-                      "train.online_filter",
+    "trainer.use_v1": "fixed (the legacy trainer, which dumps the reward's problem_id; the v1 trainer for every "
+                      "continuing arm with train.online_filter)",
     "algorithm.filter_groups.enable": "train.online_filter",
     "algorithm.filter_groups.metric": "train.online_filter (the reward's acc)",
     "trainer.n_gpus_per_node": "train.verl.n_gpus_per_node", "trainer.nnodes": "train.verl.nnodes",
     "trainer.total_training_steps": "train.<kind>_steps", "trainer.total_epochs": "derived from the steps",
     "trainer.save_freq": "train.save_steps",
     "trainer.default_local_dir": "written by sws", "trainer.rollout_data_dir": "written by sws",
-    "trainer.resume_mode": "fixed (auto)", "trainer.logger": "fixed ([console]; sws reads it)",
+    "trainer.resume_mode": "fixed (auto)",
     "trainer.val_before_train": "fixed (no validation)", "trainer.test_freq": "fixed (no validation)",
 }
 
@@ -123,7 +124,7 @@ def write_launch(job: TrainJob, cfg: TrainConfig) -> list[str]:
     write_launch_script(job.out_dir, (
         f"verl GRPO run '{job.name}' ({job.steps} steps), written by `sws train {job.name}`, which runs this file.\n"
         "Submit it as it is to run elsewhere; arguments are passed to verl (`--cfg job` prints the config)."
-    ), command)
+    ), command, tracking_environment(cfg.report_to, job.out_dir))
     return command
 
 
@@ -141,7 +142,7 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
     if cfg.batch_size % mini_batch:
         raise UserError(f"{job.config_file}: field 'train.verl.mini_batch_size' is {mini_batch}, which does not "
                         f"divide train.batch_size {cfg.batch_size}; pick a divisor")
-    _check_passthrough(verl.overrides, job.config_file)
+    passed = _check_passthrough(verl.overrides, job.config_file)
     absolute = {name: str(path.absolute()) for name, path in (
         ("data", layout.data), ("reward", layout.reward_module), ("checkpoints", layout.checkpoints),
         ("dumps", layout.dumps),
@@ -169,7 +170,7 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
         "actor_rollout_ref.rollout.gpu_memory_utilization": verl.gpu_memory_utilization,
         "reward.custom_reward_function.path": absolute["reward"],
         "reward.custom_reward_function.name": "compute_score",
-        "trainer.use_v1": False,
+        "trainer.use_v1": job.beside_filtered,
         "trainer.n_gpus_per_node": verl.n_gpus_per_node,
         "trainer.nnodes": verl.nnodes,
         "trainer.total_training_steps": job.steps,
@@ -179,7 +180,7 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
         "trainer.default_local_dir": absolute["checkpoints"],
         "trainer.rollout_data_dir": absolute["dumps"],
         "trainer.resume_mode": "auto",
-        "trainer.logger": "[console]",
+        "trainer.logger": verl_loggers(cfg.report_to),
         "trainer.val_before_train": False,
         "trainer.test_freq": -1,
         "trainer.project_name": "sws",
@@ -189,7 +190,14 @@ def verl_overrides(job: TrainJob, cfg: TrainConfig, layout: VerlLayout) -> list[
     band = online_filter_band(job, cfg)
     if band is not None:
         settings |= group_filter_settings(band, cfg.num_generations, job.config_file)
-    return [f"{key}={value}" for key, value in settings.items()] + list(verl.overrides)
+    # A key given in train.verl.overrides (trainer.logger, the one sws sets that they may) is theirs alone:
+    # Hydra refuses a key given twice.
+    return [f"{key}={value}" for key, value in settings.items() if key not in passed] + list(verl.overrides)
+
+
+def verl_loggers(report_to: str) -> str:
+    """verl's trainer.logger: the console, whose step lines sws reads, and the tracker `train.report_to` names."""
+    return "[console]" if report_to == "none" else f"[console,{report_to}]"
 
 
 def group_filter_settings(band: tuple[float, float], n: int, config_file: Path) -> dict[str, object]:
@@ -209,15 +217,26 @@ def group_filter_settings(band: tuple[float, float], n: int, config_file: Path) 
     return {"trainer.use_v1": True, "algorithm.filter_groups.enable": True, "algorithm.filter_groups.metric": "acc"}
 
 
-def _check_passthrough(overrides: list[str], config_file: Path) -> None:
+def _check_passthrough(overrides: list[str], config_file: Path) -> set[str]:
+    """The keys `train.verl.overrides` sets; UserError for an item that is no override or that sets a key sws
+    manages. `config_file` is the run's copy of the pipeline file, so the message names the field to change."""
+    where = f"{config_file}: field 'train.verl.overrides'"
+    keys = set()
     for override in overrides:
-        key, equals, _ = override.partition("=")
+        key, equals, value = override.partition("=")
         key = key.lstrip("+~")
         if not equals or not key:
-            raise UserError(f"{config_file}: 'train.verl.overrides' item '{override}' is not KEY=VALUE")
+            raise UserError(f"{where} has '{override}', which is not KEY=VALUE; write it as verl's Hydra override")
         if key in MANAGED_KEYS:
-            raise UserError(f"{config_file}: 'train.verl.overrides' sets '{key}', which sws sets from "
-                            f"{MANAGED_KEYS[key]}; remove it from the overrides")
+            source = MANAGED_KEYS[key]
+            fix = (f"sws fixes it: {source.removeprefix('fixed (').removesuffix(')')}" if source.startswith("fixed")
+                   else "sws writes it" if source == "written by sws" else f"set {source} instead")
+            raise UserError(f"{where} sets '{key}'; remove it from the overrides ({fix})")
+        if key == "trainer.logger" and "console" not in value:
+            raise UserError(f"{where} sets trainer.logger to {value}, without console, whose step lines sws reads; "
+                            f"add it, e.g. trainer.logger=[console,wandb]")
+        keys.add(key)
+    return keys
 
 
 def verifier_name(job: TrainJob) -> str:

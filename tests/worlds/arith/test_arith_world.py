@@ -55,13 +55,13 @@ def test_fresh_problems_of_the_weak_families_are_new_and_correctly_answered() ->
 def test_fresh_problems_leave_out_every_problem_given_to_exclude() -> None:
     problems = seed_frame(generate_problems(10, seed=3, categories=["addition"], levels=["easy"]))
     weakness = pl.DataFrame({"problem_id": problems["problem_id"], "weak": [True] * 10})
-    cfg = PipelineConfig.model_validate({"seed": 5, "arith": {"n_weak_like": 30}})
+    cfg = PipelineConfig.model_validate({"seed": 5, "arith": {"n_weak_like": 20}})
     first = ARITH.weak_like_set(cfg, problems, weakness, set())
 
     excluded = {problem_key(text) for text in first["problem"][:10]}
     again = ARITH.weak_like_set(cfg, problems, weakness, excluded)
 
-    assert again.height == 30 and not {problem_key(text) for text in again["problem"]} & excluded
+    assert again.height == 20 and not {problem_key(text) for text in again["problem"]} & excluded
 
 
 def test_a_family_that_runs_out_of_fresh_problems_stops_giving_them() -> None:

@@ -1,18 +1,22 @@
 import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from sws.config import EngineConfig
+from sws.config import EngineConfig, PipelineConfig
 from sws.engines import Request, make_engine
+from sws.manifests import float_environment
 from sws.world import get_world
-from sws.worlds.arith import CATEGORIES, generate_problems, solve
+from sws.worlds.arith import CATEGORIES, bootstrap, generate_problems, solve
 from sws.worlds.arith.bootstrap import (
     BOOTSTRAP_MIX,
     MARKER,
     bootstrap_policy,
+    bootstrap_settings,
     cached_bootstrap_policy,
+    cached_folder,
     training_example,
 )
 from sws.worlds.arith.expressions import parse
@@ -113,3 +117,15 @@ def test_an_explicit_out_dir_is_written_there_and_other_settings_rebuild(tmp_pat
     bootstrap_policy(tmp_path / "policy", steps=3, seed=0)
     assert json.loads((folder / MARKER).read_text())["steps"] == 3
     assert (folder / "model.safetensors").stat().st_mtime_ns != built_at
+
+
+def test_a_policy_built_under_another_float_environment_is_another_warm_start(monkeypatch) -> None:
+    cfg, settings = PipelineConfig(), ArithSettings()
+
+    def folder() -> Path:
+        return cached_folder(bootstrap_settings(settings.bootstrap_steps, cfg.seed, settings.misconception_rate))
+
+    here, identity = folder(), get_world("arith").built_policy(cfg).identity
+    monkeypatch.setattr(bootstrap, "float_environment", lambda: {**float_environment(), "cpu_kernels": "OTHER"})
+    assert folder() != here  # the cache never hands one environment's policy to the other
+    assert get_world("arith").built_policy(cfg).identity != identity  # so train_initial reruns

@@ -133,18 +133,44 @@ def test_exact_labeler_boxes_the_true_answer_after_its_steps():
     assert all("Step 1:" in text for text in texts)
 
 
-def test_extractor_lists_k_concepts_true_ones_first_in_varied_formats():
+def extract_requests(problems: list[str], k: int = 5) -> list[Request]:
+    return [Request(prompt="p", task="extract", seed=i, fields={"problem": problem, "k": k})
+            for i, problem in enumerate(problems)]
+
+
+def test_extractor_lists_the_concepts_a_problem_shows_and_no_others_in_varied_formats():
     problems = generate_problems(60, seed=13)
-    requests = [Request(prompt="p", task="extract", seed=i, fields={"problem": p.problem, "category": p.category,
-                                                                    "k": 5}) for i, p in enumerate(problems)]
-    texts = [samples[0].text for samples in oracle().generate(requests)]
+    texts = [samples[0].text for samples in oracle().generate(extract_requests([p.problem for p in problems], 8))]
     for problem, text in zip(problems, texts, strict=True):
-        concepts = parse_concepts(text)
-        assert len(concepts) == 5
-        assert set(concepts[:min(5, len(problem.concepts))]) <= set(problem.concepts)
+        assert set(parse_concepts(text)) == set(problem.concepts)
     assert any(text.lstrip().startswith("[") for text in texts)
     assert any("\n1. " in f"\n{text}" for text in texts)
     assert any("\n- " in f"\n{text}" or "\n* " in f"\n{text}" for text in texts)
+
+
+@pytest.mark.parametrize(("problem", "concepts"), [
+    ("Compute 23+14.", {"addition", "two-digit numbers", "place value"}),
+    ("Compute 27+15.", {"addition", "addition with carrying", "two-digit numbers", "place value"}),
+    ("Compute 58-23.", {"subtraction", "two-digit numbers", "place value"}),
+    ("Compute 52-27.", {"subtraction", "subtraction with borrowing", "two-digit numbers", "place value"}),
+    ("Compute 7*8.", {"multiplication", "multiplication table", "one-digit numbers"}),
+    ("Compute 3+4*5.", {"order of operations", "addition", "multiplication", "multiplication table",
+                        "mixed operations", "one-digit numbers"}),
+])
+def test_extractor_concepts_of_hand_checked_problems(problem: str, concepts: set[str]) -> None:
+    text = oracle().generate(extract_requests([problem], 10))[0][0].text
+    assert set(parse_concepts(text)) == concepts
+
+
+def test_concept_error_drops_or_swaps_concepts_at_its_rate():
+    problems = [p.problem for p in generate_problems(400, seed=5)]
+    requests = extract_requests(problems, 10)
+    clean = [set(parse_concepts(samples[0].text)) for samples in oracle().generate(requests)]
+    noisy = [set(parse_concepts(samples[0].text)) for samples in oracle(concept_error=0.2).generate(requests)]
+    listed = sum(len(concepts) for concepts in clean)
+    kept = sum(len(truth & got) for truth, got in zip(clean, noisy, strict=True))
+    assert 0.15 < 1 - kept / listed < 0.25
+    assert all(got for got in noisy) and any(got - truth for truth, got in zip(clean, noisy, strict=True))
 
 
 def test_completions_are_deterministic_per_seed_and_sample_index():

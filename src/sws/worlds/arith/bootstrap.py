@@ -19,13 +19,15 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sws import ui
-from sws.manifests import cpu_kernels
+from sws.atomic_files import open_lock_file, write_text
+from sws.manifests import float_environment
 from sws.worlds.arith.expressions import parse
 from sws.worlds.arith.families import expression_text, families_of, sample_problem
 from sws.worlds.arith.misconceptions import misconceived_answer
@@ -69,8 +71,8 @@ def bootstrap_settings(steps: int, seed: int, misconception_rate: float) -> dict
     return {
         "recipe": RECIPE_VERSION, "data": data_fingerprint(seed, misconception_rate), "steps": steps, "seed": seed,
         "misconception_rate": misconception_rate,
-        # Weights trained with other vector kernels differ (see manifests.KERNEL_SETTINGS): not the same policy.
-        "cpu_kernels": cpu_kernels(),
+        # Weights trained under another float environment (other kernels, say) differ: not the same policy.
+        "float_environment": float_environment(),
         "mix": BOOTSTRAP_MIX, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP_STEPS, "decay_fraction": DECAY_FRACTION, "level_start": LEVEL_START,
         "architecture": architecture(),
@@ -130,7 +132,15 @@ def _batch(tokenizer, pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch
 
 
 def train_policy(folder: Path, steps: int, seed: int, misconception_rate: float) -> None:
-    """Supervised training of the policy in `folder`, in place: AdamW, one thread, completion tokens only."""
+    """Supervised training of the policy in `folder`, in place, on the uneven mix."""
+    supervised_run(folder, steps, seed, lambda rng, progress: training_example(rng, progress, misconception_rate),
+                   "bootstrap policy")
+
+
+def supervised_run(folder: Path, steps: int, seed: int,
+                   example: Callable[[random.Random, float], tuple[str, str]], label: str) -> None:
+    """Supervised training of the model in `folder`, in place, on `example(rng, progress)` pairs: AdamW, one
+    thread, completion tokens only."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -150,8 +160,8 @@ def train_policy(folder: Path, steps: int, seed: int, misconception_rate: float)
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(seed)
-    for step in ui.track(range(steps), "bootstrap policy", total=steps):
-        examples = [training_example(rng, step / steps, misconception_rate) for _ in range(BATCH_SIZE)]
+    for step in ui.track(range(steps), label, total=steps):
+        examples = [example(rng, step / steps) for _ in range(BATCH_SIZE)]
         ids, mask, labels = _batch(tokenizer, examples)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
@@ -185,23 +195,35 @@ def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed
     misconception_rate = ArithSettings().misconception_rate if misconception_rate is None else misconception_rate
     settings = bootstrap_settings(steps, seed, misconception_rate)
     target = Path(out_dir) if out_dir is not None else cached_folder(settings)
+
+    def build(folder: Path) -> None:
+        build_policy(folder, seed=seed)
+        train_policy(folder, steps, seed, misconception_rate)
+
+    return cached_build(target, settings, build)
+
+
+def cached_build(target: Path, settings: dict, build: Callable[[Path], None]) -> Path:
+    """`target`, built by `build(folder)` unless it is already complete with these settings."""
     target.parent.mkdir(parents=True, exist_ok=True)
     # Concurrent callers (parallel test sessions, two demos) wait for one build instead of training twice.
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
+    lock = open_lock_file(target.parent / f".{target.name}.lock")
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_complete(target, settings):
             ui.info(f"bootstrap: reusing {target}")
             return target
         building = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
-            build_policy(building, seed=seed)
-            train_policy(building, steps, seed, misconception_rate)
+            build(building)
             marker = {"settings_hash": settings_hash(settings), **settings}
-            (building / MARKER).write_text(json.dumps(marker) + "\n")
+            write_text(building / MARKER, json.dumps(marker) + "\n")
             if target.exists():
                 shutil.rmtree(target)
             os.replace(building, target)
         finally:
             if building.exists():
                 shutil.rmtree(building)
+    finally:
+        os.close(lock)
     return target

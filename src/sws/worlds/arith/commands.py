@@ -82,12 +82,10 @@ def accuracy(
 
 
 def _print_accuracy(model: Path, n_per_category: int | None, seed: int, title: str) -> None:
-    from rich.console import Console
-
     from sws.worlds.arith.evaluation import accuracy_table, graded_problems
 
     n = ArithSettings().n_eval_per_category if n_per_category is None else n_per_category
-    Console().print(accuracy_table(graded_problems(model, n, seed), title))
+    ui.stdout_console().print(accuracy_table(graded_problems(model, n, seed), title))
 
 
 def add_commands(group: typer.Typer, command: Any) -> None:

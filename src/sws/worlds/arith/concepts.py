@@ -24,6 +24,3 @@ ONE_DIGIT = "one-digit numbers"
 TWO_DIGIT = "two-digit numbers"
 THREE_DIGIT = "three-digit numbers"
 PLACE_VALUE = "place value"
-
-# Related background concepts a teacher lists when a problem itself shows fewer than asked for.
-GENERIC = ("arithmetic", "mental math", "number sense", "integers", "checking an answer")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sws.errors import UserError
+from sws.near_duplicates import problem_key
 from sws.worlds.arith import concepts as c
 from sws.worlds.arith.expressions import BinOp, Node, Num, evaluate, has_borrow, has_carry, render
 from sws.worlds.arith.truth import concepts_of
@@ -318,7 +319,8 @@ def _checked(names: list[str] | None, allowed: tuple[str, ...], what: str) -> tu
 def generate_problems(
     n: int, seed: int, categories: list[str] | None = None, levels: list[str] | None = None
 ) -> list[ArithProblem]:
-    """`n` problems from `seed`: categories in turn, levels mixed evenly within each, repeats avoided."""
+    """`n` problems from `seed`: categories in turn, levels mixed evenly within each, repeats (commuted twins
+    too, by `problem_key`) avoided."""
     chosen_categories = _checked(categories, CATEGORIES, "category")
     chosen_levels = _checked(levels, LEVELS, "level")
     rng = random.Random(seed)
@@ -330,8 +332,8 @@ def generate_problems(
         # Small families (the times table) run out of new problems; after a few tries a repeat is allowed.
         for _ in range(200):
             problem = sample_problem(rng.choice(families_of(category, level)), rng)
-            if problem.problem not in seen:
+            if problem_key(problem.problem) not in seen:
                 break
-        seen.add(problem.problem)
+        seen.add(problem_key(problem.problem))
         problems.append(problem)
     return problems

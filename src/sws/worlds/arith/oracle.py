@@ -4,7 +4,8 @@ It is not a language model. It reads each request's `task` and `fields` (the pro
 answers from the arith world's rules (`sws.worlds.arith.teacher`), in the text formats real teacher models
 produce, so the pipeline's prompt rendering and output parsing are exercised for real:
 
-- `extract` {problem, category, k}: a list of k concepts (JSON, numbered or bulleted, sometimes a preamble);
+- `extract` {problem, k}: at most k concepts the problem's structure shows, never padded with its category's
+  other concepts (JSON, numbered or bulleted, sometimes a preamble);
 - `generate` {category, concepts, level, instance, [direction, source_problem]}: some planning, then the
   problem under a `### Problem` line (instance k >= 1: another variant of the same request; direction
   easier / harder: a problem easier or harder than the source problem, on its concepts);
@@ -15,7 +16,8 @@ produce, so the pipeline's prompt rendering and output parsing are exercised for
 Noise, from `EngineConfig.options` (rates in [0, 1]): `ill_posed`, `multi_part`, `multiple_choice`, `proof`,
 `true_false`, `answer_leak` (defects of generated problems, at most one per problem, so their sum is at most 1),
 `judge_error` (a verdict is wrong), `labeler_error` (an answer is a plausible wrong integer), `categorizer_error`
-(a category is another one of the list); `seed` shifts every
+(a category is another one of the list), `concept_error` (an extracted concept is missing or wrong, from a
+random stream of its own); `seed` shifts every
 draw. Each completion is deterministic given the seed, the request's seed and fields, and the sample index; at
 temperature 0 all samples of a request are identical, as with a real model.
 
@@ -45,7 +47,8 @@ from sws.worlds.arith import teacher
 from sws.worlds.arith.truth import DEFECT_KINDS
 
 FAILURE_RATES = ("run_on", "cut_off", "rubber_stamp")
-NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error", "categorizer_error", *FAILURE_RATES)
+NOISE_OPTIONS = (*DEFECT_KINDS, "judge_error", "labeler_error", "categorizer_error", "concept_error",
+                 *FAILURE_RATES)
 FLAGS = ("seed", "ignores_n")
 TASKS = ("extract", "generate", "rate", "label", "answer", "categorize")
 
@@ -122,8 +125,8 @@ class OracleEngine(Engine):
         task = request.task
         if task == "extract":
             return teacher.extract_text(
-                self._field(request, "problem"), self._field(request, "category"), int(self._field(request, "k")),
-                rng,
+                self._field(request, "problem"), int(self._field(request, "k")), rng,
+                self.rates.get("concept_error", 0.0), self._rng(request, sample_index, "concept_error"),
             )
         if task == "generate":
             concepts = self._field(request, "concepts")

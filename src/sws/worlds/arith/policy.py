@@ -27,25 +27,28 @@ def architecture() -> dict[str, int]:
             "intermediate_size": INTERMEDIATE_SIZE, "max_positions": MAX_POSITIONS}
 
 
-def policy_config(vocab_size: int, eos_token_id: int, pad_token_id: int) -> Qwen2Config:
+def policy_config(vocab_size: int, eos_token_id: int, pad_token_id: int,
+                  max_positions: int = MAX_POSITIONS) -> Qwen2Config:
     return Qwen2Config(
         vocab_size=vocab_size, hidden_size=HIDDEN_SIZE, intermediate_size=INTERMEDIATE_SIZE,
         num_hidden_layers=N_LAYERS, num_attention_heads=N_HEADS, num_key_value_heads=N_HEADS, head_dim=HEAD_DIM,
-        max_position_embeddings=MAX_POSITIONS, tie_word_embeddings=True, bos_token_id=eos_token_id,
+        max_position_embeddings=max_positions, tie_word_embeddings=True, bos_token_id=eos_token_id,
         eos_token_id=eos_token_id, pad_token_id=pad_token_id, torch_dtype="float32",
     )
 
 
-def build_policy(out_dir: Path, seed: int = 0) -> Path:
+def build_policy(out_dir: Path, seed: int = 0, max_positions: int = MAX_POSITIONS,
+                 max_new_tokens: int = 16) -> Path:
     """Write a freshly initialised tiny policy (weights from `seed`) with its tokenizer to `out_dir`."""
     out_dir = Path(out_dir)
     tokenizer = build_tokenizer()
-    config = policy_config(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    tokenizer.model_max_length = max_positions
+    config = policy_config(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, max_positions)
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id,
-        do_sample=False, max_new_tokens=16,
+        do_sample=False, max_new_tokens=max_new_tokens,
     )
     save_policy(model, tokenizer, out_dir)
     return out_dir

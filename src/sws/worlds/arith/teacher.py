@@ -15,7 +15,6 @@ import json
 import random
 import re
 
-from sws.worlds.arith import concepts as c
 from sws.worlds.arith.defects import inject_defect, near_miss
 from sws.worlds.arith.expressions import Node, Num, evaluate, render
 from sws.worlds.arith.families import (
@@ -43,14 +42,34 @@ _DEFECT_REASONS = {
 # ---------------------------------------------------------------- extract
 
 
-def extract_text(problem: str, category: str, k: int, rng: random.Random) -> str:
-    """A list of `k` foundational concepts: the problem's true ones, padded with related ones."""
-    truth = solve(problem)
-    known = list(truth.concepts)
-    rng.shuffle(known)
-    padding = [concept for concept in category_concepts(category) if concept not in known]
-    rng.shuffle(padding)
-    concepts = [*known, *padding, *(g for g in c.GENERIC if g not in known and g not in padding)][:k]
+def concept_vocabulary() -> list[str]:
+    """Every concept a family of the arith world shows: what a wrong concept is drawn from."""
+    return sorted({concept for family in FAMILIES for concept in family.concepts})
+
+
+def noisy_concepts(concepts: list[str], concept_error: float, rng: random.Random) -> list[str]:
+    """`concepts` with each one, at rate `concept_error`, dropped or (as often) swapped for a concept of the
+    vocabulary the problem does not show; never an empty list (a lone dropped concept is swapped instead)."""
+    wrong = [concept for concept in concept_vocabulary() if concept not in concepts]
+    listed: list[str] = []
+    for concept in concepts:
+        if rng.random() >= concept_error:
+            listed.append(concept)
+        elif rng.random() < 0.5 or (concept == concepts[-1] and not listed):
+            listed.append(wrong.pop(rng.randrange(len(wrong))))
+    return listed
+
+
+def extract_text(problem: str, k: int, rng: random.Random, concept_error: float = 0.0,
+                 noise: random.Random | None = None) -> str:
+    """A list of at most `k` foundational concepts: those the problem's structure shows (`truth.concepts_of`:
+    carries, borrows, digit counts, operation mix, ...), never padded with its category's other concepts; each
+    is missing or wrong at rate `concept_error`, drawn from the `noise` stream."""
+    concepts = list(solve(problem).concepts)
+    rng.shuffle(concepts)
+    if concept_error > 0 and concepts:
+        concepts = noisy_concepts(concepts, concept_error, noise or rng)
+    concepts = concepts[:k]
     preamble = rng.choice(["", "", "Here are the foundational concepts this problem relies on:\n\n",
                            "The key concepts are:\n"])
     style = rng.choice(["json", "numbered", "bulleted"])

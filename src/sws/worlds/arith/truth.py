@@ -131,6 +131,23 @@ def _truth_of_expression(text: str, kind: str = "ok") -> ProblemTruth:
     return ProblemTruth(kind, str(value), category, concepts_of(expression, category))
 
 
+# Concepts that say what a category is or how large its numbers are, not which skill a problem of it needs.
+_NOT_A_FAMILY = frozenset({c.ADDITION, c.SUBTRACTION, c.MULTIPLICATION, c.DIVISION, c.REMAINDER,
+                           c.ORDER_OF_OPERATIONS, c.MULTI_STEP, c.MIXED_OPERATIONS, c.ONE_DIGIT, c.TWO_DIGIT,
+                           c.THREE_DIGIT, c.PLACE_VALUE})
+
+
+def family_of(text: str) -> str | None:
+    """A problem's family, from its expression: its category and the skills it needs (`addition: addition with
+    carrying`, `subtraction: plain`); None when the text holds no expression."""
+    expression = find_expression(text)
+    if expression is None:
+        return None
+    category = category_of(expression)
+    skills = [tag for tag in concepts_of(expression, category) if tag not in _NOT_A_FAMILY]
+    return f"{category}: {', '.join(sorted(skills)) or 'plain'}"
+
+
 def find_expression(text: str) -> Node | None:
     """The first run of the text that is an expression with an operation and a single value."""
     for match in _EXPRESSION_RUN.finditer(text):

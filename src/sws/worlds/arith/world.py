@@ -54,11 +54,15 @@ class ArithWorld(World):
         return cfg.world_settings
 
     def setup_steps(self) -> list[PipelineStep]:
-        return [PipelineStep("bootstrap policy", self.bootstrap_step), PipelineStep("seed set", self.seed_set_step)]
+        return [PipelineStep("bootstrap policy", self.bootstrap_step, self.bootstrap_would_run),
+                PipelineStep("seed set", self.seed_set_step)]
 
     def bootstrap_step(self, cfg: PipelineConfig, run_dir: Path, force: bool) -> Path:
         """Build (or reuse from ~/.cache/sws) the warm-started tiny policy that initial training starts from."""
         return self.built_policy(cfg).build()
+
+    def bootstrap_would_run(self, cfg: PipelineConfig) -> str | None:
+        return None if self.built_policy(cfg).cached() is not None else "the tiny policy is not built (or cached) yet"
 
     def seed_input(self, run_dir: Path) -> Path:
         return RunDir(run_dir).seed_file(self.name)
@@ -75,10 +79,19 @@ class ArithWorld(World):
         return policy_prompt(problem)
 
     def built_policy(self, cfg: PipelineConfig) -> BuiltPolicy:
-        from sws.worlds.arith.bootstrap import bootstrap_policy, cached_bootstrap_policy
+        from sws.worlds.arith.bootstrap import (
+            bootstrap_policy,
+            bootstrap_settings,
+            cached_bootstrap_policy,
+            settings_hash,
+        )
 
         settings = self.settings(cfg)
-        identity = {"bootstrap_steps": settings.bootstrap_steps, "misconception_rate": settings.misconception_rate}
+        # The hash of everything that decides the built weights, the float environment included: a policy built
+        # under other kernels is another policy, and the arm trained from it another run.
+        built = settings_hash(bootstrap_settings(settings.bootstrap_steps, cfg.seed, settings.misconception_rate))
+        identity = {"bootstrap_steps": settings.bootstrap_steps, "misconception_rate": settings.misconception_rate,
+                    "policy": built}
         return BuiltPolicy(
             identity=identity,
             build=lambda: bootstrap_policy(steps=settings.bootstrap_steps, seed=cfg.seed,
@@ -132,6 +145,11 @@ class ArithWorld(World):
 
         runner.run_stage(POOL, cfg, run_dir, force)
         return RunDir(run_dir).pool_file(self.name)
+
+    def family_of(self, problem: str) -> str | None:
+        from sws.worlds.arith.truth import family_of
+
+        return family_of(problem)
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         settings = self.settings(cfg)

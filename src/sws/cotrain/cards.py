@@ -1,0 +1,58 @@
+"""Task cards: what the synthesizer writes, one `key: value` per line.
+
+`problem` is required; `answer` (alias `final_answer`, SynCo's key), `intent` and `difficulty` are optional.
+Values are kept as text, so an answer of `0` is an answer (SynCo rejected it as falsy).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LINE = re.compile(r"^\s*([a-z_]+)\s*:\s*(.*?)\s*$")
+_ALIASES = {"final_answer": "answer"}
+KNOWN_KEYS = ("problem", "answer", "intent", "difficulty")
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    problem: str
+    answer: str | None = None
+    intent: str | None = None
+    difficulty: float | None = None
+
+
+class CardError(ValueError):
+    """Why a card cannot be read; its message is the reject reason code."""
+
+
+def parse_card(text: str) -> TaskCard:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        key = _ALIASES.get(match.group(1), match.group(1))
+        if key in KNOWN_KEYS and key not in fields:
+            fields[key] = match.group(2)
+    problem = fields.get("problem", "")
+    if not problem:
+        raise CardError("no_problem")
+    answer = fields.get("answer")
+    return TaskCard(problem=problem, answer=answer if answer != "" else None, intent=fields.get("intent") or None,
+                    difficulty=_difficulty(fields.get("difficulty")))
+
+
+def _difficulty(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def render_card(card: TaskCard) -> str:
+    """The card as the synthesizer is taught to write it (the bootstrap's targets)."""
+    lines = [f"problem: {card.problem}"]
+    if card.answer is not None:
+        lines.append(f"answer: {card.answer}")
+    return "\n".join(lines)

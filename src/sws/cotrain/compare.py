@@ -1,0 +1,59 @@
+"""`sws compare` over co-training runs (seeds): co-trained − frozen and shuffled − frozen productive rate over
+the second half of training, per seed, with mean, SEM and whether the mean clears two SEM; the held-out accuracy
+and distinct problems per batch of each arm across seeds. Reuses `sws.compare`'s spread and formats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from sws.compare import points, share, spread, yes_no
+from sws.cotrain.arms import COTRAIN_ARM_NAMES
+from sws.cotrain.summary import arm_summary
+from sws.errors import UserError
+from sws.experiment_check import check_seeds_of_one_experiment
+
+DIFFERENCES = (("cotrained", "frozen"), ("shuffled", "frozen"))
+
+
+def is_cotraining_run(run_dir: Path) -> bool:
+    return bool(arm_summary(run_dir))
+
+
+def summaries(runs: list[Path]) -> list[dict[str, dict[str, float]]]:
+    """Each run's arm summary, once the runs are seeds of one experiment (`sws.experiment_check`)."""
+    check_seeds_of_one_experiment(runs)
+    found = [arm_summary(run) for run in runs]
+    for run, summary in zip(runs, found, strict=True):
+        if not summary:
+            raise UserError(f"{run}: no co-training tables; run `sws run cotrain --run {run}` first")
+    return found
+
+
+def difference_table(runs: list[Path], found: list[dict[str, dict[str, float]]]) -> Table:
+    table = Table("productive rate, 2nd half (points)", *(run.name for run in runs), "mean", "SEM", "> 2 SEM",
+                  title="co-training: productive tasks per generated task")
+    for arm, against in DIFFERENCES:
+        values = [summary[arm]["productive_rate"] - summary[against]["productive_rate"]
+                  if arm in summary and against in summary else None for summary in found]
+        measured = spread(values)
+        table.add_row(f"{arm} − {against}", *map(points, values), points(measured.mean), points(measured.sem),
+                      yes_no(measured.above_two_sem))
+    return table
+
+
+def arms_table(found: list[dict[str, dict[str, float]]]) -> Table:
+    table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "distinct / frozen's",
+                  title="co-training arms across seeds")
+    for arm in COTRAIN_ARM_NAMES:
+        present = [summary for summary in found if arm in summary]
+        if not present:
+            continue
+        accuracy = spread([summary[arm]["heldout_accuracy"] for summary in present])
+        productive = spread([summary[arm]["productive_rate"] for summary in present])
+        distinct = spread([summary[arm]["distinct_problems"] / summary["frozen"]["distinct_problems"]
+                           for summary in present if "frozen" in summary])
+        table.add_row(arm, str(len(present)), share(productive.mean), share(accuracy.mean),
+                      share(accuracy.sem), "–" if distinct.mean is None else f"{distinct.mean:.2f}")
+    return table

@@ -1,0 +1,64 @@
+"""GRPO pieces shared by both co-trained policies: group advantages, whole-group trimming and the clipped loss.
+
+The loss is TRL's GRPOTrainer loss at its defaults (`loss_type="dapo"`, `epsilon=0.2`, `beta=0`, token-level
+importance sampling): the clipped surrogate summed over every completion token of the batch and divided by the
+batch's completion-token count. A test checks value and gradient against TRL's own `_compute_loss`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+ADVANTAGE_EPS = 1e-4  # TRL's constant in (r - mean) / (std + eps)
+
+
+def group_advantages(rewards: Sequence[float], group_ids: Sequence[int]) -> list[float]:
+    """Each reward minus its group's mean, over the group's unbiased std plus TRL's epsilon."""
+    if len(rewards) != len(group_ids):
+        raise ValueError("rewards and group_ids differ in length")
+    values = torch.tensor(rewards, dtype=torch.float64)
+    ids = list(group_ids)
+    advantages = torch.zeros_like(values)
+    for group in dict.fromkeys(ids):
+        members = torch.tensor([i for i, g in enumerate(ids) if g == group])
+        if len(members) < 2:
+            raise ValueError(f"group {group!r} has {len(members)} member; GRPO needs at least 2 per group")
+        group_values = values[members]
+        advantages[members] = (group_values - group_values.mean()) / (group_values.std() + ADVANTAGE_EPS)
+    return advantages.tolist()
+
+
+def trim_whole_groups(group_ids: Sequence[int], multiple_of: int) -> list[int]:
+    """Indices of the rows kept when the batch must be a multiple of `multiple_of` rows: whole groups are
+    dropped from the end until it is, so no group is ever split (SynCo's trimming cut groups in two)."""
+    ids = list(group_ids)
+    groups = list(dict.fromkeys(ids))
+    sizes = {group: ids.count(group) for group in groups}
+    while groups and sum(sizes[g] for g in groups) % multiple_of:
+        groups.pop()
+    kept = set(groups)
+    return [i for i, group in enumerate(ids) if group in kept]
+
+
+def clipped_surrogate_loss(per_token_logps: torch.Tensor, old_per_token_logps: torch.Tensor,
+                           advantages: torch.Tensor, completion_mask: torch.Tensor,
+                           epsilon_low: float = 0.2, epsilon_high: float = 0.2) -> torch.Tensor:
+    """TRL's default GRPO loss (dapo normalisation) over a (batch, tokens) block; `advantages` is (batch,)."""
+    ratio = torch.exp(per_token_logps - old_per_token_logps)
+    clipped = torch.clamp(ratio, 1 - epsilon_low, 1 + epsilon_high)
+    per_sequence_advantage = advantages.unsqueeze(1)
+    per_token_loss = -torch.min(ratio * per_sequence_advantage, clipped * per_sequence_advantage)
+    mask = completion_mask.to(per_token_loss.dtype)
+    return (per_token_loss * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def completion_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                     completion_length: int, temperature: float = 1.0) -> torch.Tensor:
+    """Log-probabilities of the last `completion_length` tokens of each row, with logits scaled by the
+    sampling temperature as TRL does."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    logits = logits[:, -completion_length - 1:-1, :] / temperature
+    targets = input_ids[:, -completion_length:]
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)

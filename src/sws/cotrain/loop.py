@@ -1,0 +1,153 @@
+"""One co-training step: context → S writes B cards → verify → R draws K rollouts per valid task → rewards →
+advantages → both GRPO updates (S's unless frozen) → the step's pool rows and metrics row."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sws.cotrain.context import Ledger, build_context
+from sws.cotrain.grpo import group_advantages, trim_whole_groups
+from sws.cotrain.learner import Learner, SamplingSettings, ScoredCompletion
+from sws.cotrain.rewards import TEACHABILITY, TeachabilityCurve, synthesizer_reward
+from sws.cotrain.verify import Verdict, Verifier
+from sws.verifier import Verifier as AnswerVerifier
+from sws.worlds.arith.prompt import policy_prompt
+
+SR_BINS = 4  # sr histogram over [0, 1] in quarters; 0 and 1 are also counted on their own
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    batch_size: int = 8  # B: cards S writes per step (one GRPO group)
+    rollouts: int = 8  # K: rollouts of R per valid task
+    update_synthesizer: bool = True  # the frozen arm's one switch
+    shuffle_synthesizer_rewards: bool = False  # the negative control: S's rewards permuted within the batch
+    teachability: TeachabilityCurve = "synco"
+    data_parallel_size: int = 1  # R's batch is trimmed, by whole groups, to a multiple of this
+    synthesizer_sampling: SamplingSettings = field(default_factory=lambda: SamplingSettings(1.0, 48))
+    reasoner_sampling: SamplingSettings = field(default_factory=lambda: SamplingSettings(1.0, 16))
+
+    def __post_init__(self) -> None:
+        if self.rollouts < 2:
+            raise ValueError(f"rollouts is {self.rollouts}; GRPO needs K ≥ 2 rollouts per task")
+        if self.batch_size < 2:
+            raise ValueError(f"batch_size is {self.batch_size}; S's group needs at least 2 cards")
+
+
+@dataclass
+class StepResult:
+    pool_rows: list[dict]
+    metrics: dict
+
+
+def is_correct(verifier: AnswerVerifier, label: str, completion: str) -> bool:
+    answer = verifier.extract(completion)
+    return answer is not None and verifier.spelling(answer) == verifier.spelling(label)
+
+
+def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Learner, verifier: Verifier,
+             answer_verifier: AnswerVerifier, ledger: Ledger, categories: Sequence[str], settings: StepSettings,
+             rng: random.Random) -> StepResult:
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+    context = build_context(ledger, list(categories))
+    context_hash = context.digest()
+    cards = synthesizer.sample([context.render()], settings.batch_size, settings.synthesizer_sampling)[0]
+    seconds["generate"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    verdicts = verifier.verify_batch([card.text for card in cards])
+    seconds["verify"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    valid = [v for v in verdicts if v.valid]
+    rollouts = reasoner.sample([policy_prompt(v.problem)["prompt"] for v in valid], settings.rollouts,
+                               settings.reasoner_sampling) if valid else []
+    correct = [[is_correct(answer_verifier, v.answer, c.text) for c in group]
+               for v, group in zip(valid, rollouts, strict=True)]
+    seconds["solve"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    flags_of = {id(v): flags for v, flags in zip(valid, correct, strict=True)}
+    rewards = [synthesizer_reward(v.valid, v.quality, v.reliability,
+                                  sum(flags_of.get(id(v), ())) / settings.rollouts, settings.teachability)
+               for v in verdicts]
+    trained_rewards = rng.sample(rewards, len(rewards)) if settings.shuffle_synthesizer_rewards else rewards
+
+    reasoner_rows = [(task, completion, float(flag)) for task, (group, flags) in enumerate(zip(rollouts, correct, strict=True))
+                     for completion, flag in zip(group, flags, strict=True)]
+    kept = trim_whole_groups([task for task, _, _ in reasoner_rows], settings.data_parallel_size)
+    reasoner_rows = [reasoner_rows[i] for i in kept]
+    if reasoner_rows:
+        advantages = group_advantages([r for _, _, r in reasoner_rows], [task for task, _, _ in reasoner_rows])
+        reasoner.forward_backward([ScoredCompletion(completion, advantage) for (_, completion, _), advantage
+                                   in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
+        reasoner.optim_step()
+        reasoner.sync_weights()
+    if settings.update_synthesizer:
+        advantages = group_advantages(trained_rewards, [step] * len(cards))
+        synthesizer.forward_backward([ScoredCompletion(card, advantage) for card, advantage
+                                      in zip(cards, advantages, strict=True)], settings.synthesizer_sampling)
+        synthesizer.optim_step()
+        synthesizer.sync_weights()
+    seconds["update"] = time.perf_counter() - clock
+
+    _record_in_ledger(ledger, verdicts, valid, correct)
+    pool_rows = [_pool_row(step, slot, first_task_id + slot, context_hash, verdict, settings,
+                           flags_of.get(id(verdict)), reward)
+                 for slot, (verdict, reward) in enumerate(zip(verdicts, rewards, strict=True))]
+    return StepResult(pool_rows, _metrics(step, pool_rows, rewards, seconds))
+
+
+def _record_in_ledger(ledger: Ledger, verdicts: Sequence[Verdict], valid: Sequence[Verdict],
+                      correct: Sequence[Sequence[bool]]) -> None:
+    by_category: dict[str, list[bool]] = {}
+    unsolved: list[str] = []
+    for verdict, flags in zip(valid, correct, strict=True):
+        by_category.setdefault(verdict.category, []).extend(flags)
+        if not any(flags):
+            unsolved.extend(verdict.concepts)
+    ledger.record_step({c: sum(f) / len(f) for c, f in by_category.items()}, unsolved,
+                       [v.category for v in valid], [v.reject_reason for v in verdicts if not v.valid],
+                       len(verdicts))
+
+
+def _pool_row(step: int, slot: int, task_id: int, context_hash: str, verdict: Verdict, settings: StepSettings,
+              flags: Sequence[bool] | None, reward: float) -> dict:
+    k = settings.rollouts if flags is not None else 0
+    n_correct = sum(flags) if flags is not None else None
+    sr = n_correct / k if n_correct is not None else None
+    return {"step": step, "slot": slot, "task_id": task_id, "context_hash": context_hash,
+            "problem": verdict.problem, "answer": verdict.answer, "synth_answer": verdict.synth_answer,
+            "category": verdict.category, "valid": verdict.valid, "reject_reason": verdict.reject_reason,
+            "quality": verdict.quality, "reliability": verdict.reliability, "k": k,
+            "n_correct": n_correct, "sr": sr,
+            "teachability": None if sr is None else TEACHABILITY[settings.teachability](sr),
+            "reward": reward}
+
+
+def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds: dict[str, float]) -> dict:
+    generated = len(rows)
+    valid = [row for row in rows if row["valid"]]
+    productive = sum(0 < row["sr"] < 1 for row in valid)
+    histogram = [0] * SR_BINS
+    for row in valid:
+        histogram[min(int(row["sr"] * SR_BINS), SR_BINS - 1)] += 1
+    categories = Counter(row["category"] for row in valid)
+    entropy = -sum(n / len(valid) * math.log(n / len(valid)) for n in categories.values()) if valid else 0.0
+    audited = [row for row in valid if row["synth_answer"] is not None]
+    return {
+        "step": step, "generated": generated, "valid": len(valid), "acceptance": len(valid) / generated,
+        "productive": productive, "productive_rate": productive / generated,
+        "productive_of_valid": productive / len(valid) if valid else 0.0,
+        "sr_zero": sum(row["sr"] == 0 for row in valid), "sr_one": sum(row["sr"] == 1 for row in valid),
+        "sr_histogram": histogram,
+        "synth_reward_mean": statistics.fmean(rewards), "synth_reward_std": statistics.pstdev(rewards),
+        "distinct_problems": len({row["problem"] for row in rows}) / generated,
+        "category_entropy": entropy,
+        "synth_label_error": (sum(row["reliability"] == 0 for row in audited) / len(audited)) if audited else None,
+        **{f"seconds_{phase}": value for phase, value in seconds.items()},
+    }

@@ -1,0 +1,156 @@
+"""The co-training `Learner` on a Tinker-API server (the hosted service, or a self-hosted compatible one such
+as SkyRL's, which serves several LoRA adapters on one base model): the loop runs the same algorithm as with the
+local torch learner.
+
+Same algorithm means the same per-token loss. The local learner minimises TRL's default GRPO loss: the clipped
+surrogate (epsilon 0.2) against the current policy's own detached log-probabilities, summed over the batch's
+completion tokens and divided by their count. Here the server's `ppo` loss (the same clipped surrogate, summed
+over tokens) gets each completion token's advantage divided by that count, and the "sampling" log-probabilities
+are the trainer's own, from a `forward` pass just before, as the local learner's are. The server scores tokens
+at temperature 1, so training a policy sampled at another temperature is refused rather than silently changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sws.atomic_files import write_json
+from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion
+from sws.errors import UserError
+
+if TYPE_CHECKING:
+    from sws.cotrain.backend import CotrainBackendConfig, TinkerPolicyConfig
+
+TINKER_LOSS = "ppo"
+CLIP_EPSILON = 0.2  # the local loss's epsilon (TRL's default), as Tinker's ratio thresholds 1 ± epsilon
+STATE_FILE = "tinker_state.json"
+
+
+@dataclass(frozen=True)
+class TokenizedCompletion:
+    """One scored completion laid out as a next-token-prediction datum: position i of `input_tokens` predicts
+    `target_tokens[i]`; `mask` is 1 on completion targets."""
+    input_tokens: list[int]
+    target_tokens: list[int]
+    mask: list[float]
+    advantage: float
+
+
+def tokenize_batch(tokenizer: Any, batch: Sequence[ScoredCompletion], settings: SamplingSettings
+                   ) -> list[TokenizedCompletion]:
+    """The local learner's tokenisation (system prompt + prompt, then the completion and EOS), shifted."""
+    rows = []
+    for item in batch:
+        prompt = tokenizer(settings.system_prompt + item.completion.prompt, add_special_tokens=False)["input_ids"]
+        completion = tokenizer(item.completion.text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        sequence = prompt + completion
+        mask = [0.0] * (len(prompt) - 1) + [1.0] * len(completion)
+        rows.append(TokenizedCompletion(sequence[:-1], sequence[1:], mask, item.advantage))
+    return rows
+
+
+def token_advantages(rows: Sequence[TokenizedCompletion]) -> list[list[float]]:
+    """Each completion token's share of the batch loss: its sequence's advantage over the batch's completion
+    token count (the local loss's normalisation), 0 on prompt tokens."""
+    completion_tokens = max(sum(sum(row.mask) for row in rows), 1.0)
+    return [[weight * row.advantage / completion_tokens for weight in row.mask] for row in rows]
+
+
+def _tinker() -> Any:
+    try:
+        import tinker
+    except ImportError:
+        raise UserError("error: cotrain.backend is tinker but the `tinker` package is not installed; "
+                        "fix: pip install 'sws[tinker]'") from None
+    return tinker
+
+
+class TinkerLearner:
+    """One policy (a LoRA adapter) on a Tinker-API server, driven through the official client."""
+
+    def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str) -> None:
+        self.training_client = training_client
+        self.tokenizer = tokenizer
+        self.learning_rate = learning_rate
+        self.name = name
+        self.version = 0
+        self.sampler = training_client.save_weights_and_get_sampling_client().result()
+
+    def _model_input(self, tokens: list[int]) -> Any:
+        return _tinker().types.ModelInput.from_ints(tokens)
+
+    def sample(self, prompts: Sequence[str], n: int, settings: SamplingSettings) -> list[list[Completion]]:
+        types = _tinker().types
+        params = types.SamplingParams(max_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                                      stop=[self.tokenizer.eos_token_id])
+        futures = [self.sampler.sample(
+            prompt=self._model_input(self.tokenizer(settings.system_prompt + prompt, add_special_tokens=False)
+                                     ["input_ids"]),
+            num_samples=n, sampling_params=params) for prompt in prompts]
+        return [[Completion(prompt, self.tokenizer.decode(sequence.tokens, skip_special_tokens=True))
+                 for sequence in future.result().sequences] for prompt, future in zip(prompts, futures, strict=True)]
+
+    def datums(self, rows: Sequence[TokenizedCompletion], old_logprobs: Sequence[Sequence[float]] | None
+               ) -> list[Any]:
+        """The requests' datums: targets and mask for the `forward` pass (old_logprobs None), targets,
+        old log-probabilities and per-token advantages for the `ppo` pass."""
+        types = _tinker().types
+        if old_logprobs is None:
+            return [types.Datum(model_input=self._model_input(row.input_tokens),
+                                loss_fn_inputs={"target_tokens": row.target_tokens, "weights": row.mask})
+                    for row in rows]
+        return [types.Datum(model_input=self._model_input(row.input_tokens),
+                            loss_fn_inputs={"target_tokens": row.target_tokens, "logprobs": list(logprobs),
+                                            "advantages": advantages})
+                for row, logprobs, advantages in zip(rows, old_logprobs, token_advantages(rows), strict=True)]
+
+    def forward_backward(self, batch: Sequence[ScoredCompletion], settings: SamplingSettings) -> float:
+        if not batch:
+            return 0.0
+        if settings.temperature != 1.0:
+            raise UserError(f"error: the tinker backend scores tokens at temperature 1 but {self.name} samples "
+                            f"at {settings.temperature}; fix: set its temperature to 1.0 or use backend local")
+        rows = tokenize_batch(self.tokenizer, batch, settings)
+        forward = self.training_client.forward(self.datums(rows, None), loss_fn="cross_entropy").result()
+        old_logprobs = [output["logprobs"].tolist() for output in forward.loss_fn_outputs]
+        result = self.training_client.forward_backward(
+            self.datums(rows, old_logprobs), loss_fn=TINKER_LOSS,
+            loss_fn_config={"clip_low_threshold": 1 - CLIP_EPSILON, "clip_high_threshold": 1 + CLIP_EPSILON},
+        ).result()
+        return float(result.metrics["loss:sum"])
+
+    def optim_step(self) -> None:
+        # torch.optim.AdamW's defaults and the local learner's gradient clipping and zero weight decay
+        adam = _tinker().types.AdamParams(learning_rate=self.learning_rate, beta1=0.9, beta2=0.999, eps=1e-8,
+                                          weight_decay=0.0, grad_clip_norm=1.0)
+        self.training_client.optim_step(adam).result()
+        self.version += 1
+
+    def sync_weights(self) -> None:
+        self.sampler = self.training_client.save_weights_and_get_sampling_client().result()
+
+    def save(self, folder: Path) -> None:
+        """The server keeps weights and optimizer state; the folder keeps their address and the version. A step
+        redone after a kill saves under the same name, replacing the state it lost."""
+        saved = self.training_client.save_state(name=f"{self.name}-{self.version:06d}", overwrite=True).result()
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / STATE_FILE, {"state_path": saved.path, "version": self.version})
+
+    def load(self, folder: Path) -> None:
+        state = json.loads((folder / STATE_FILE).read_text())
+        self.training_client.load_state_with_optimizer(state["state_path"]).result()
+        self.version = state["version"]
+        self.sync_weights()
+
+
+def connect(backend: CotrainBackendConfig, policy: TinkerPolicyConfig, learning_rate: float, name: str,
+            seed: int) -> TinkerLearner:
+    """A learner for one policy: a fresh LoRA adapter on the policy's server."""
+    service = _tinker().ServiceClient(base_url=policy.base_url, api_key=backend.api_key())
+    training_client = service.create_lora_training_client(base_model=policy.base_model, rank=policy.lora_rank,
+                                                          seed=seed).result()
+    return TinkerLearner(training_client, training_client.get_tokenizer(), learning_rate, name)

@@ -1,0 +1,52 @@
+"""Limits on one reply of a server: a total deadline for the request and a size bound for its body.
+
+A per-read timeout alone lets a server that sends one byte a second hold a request forever, and a server that
+ignores `max_tokens` send gigabytes that would be parsed and cached. Both limits follow from the request's
+`max_tokens`; a reply over either is abandoned (never returned, so never cached) with one line naming the server
+and the limit.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sws.errors import UserError
+
+# A slow server still writes this many tokens a second; the fixed part covers queueing and prompt processing.
+_MIN_TOKENS_PER_S = 4
+_DEADLINE_BASE_S = 300.0
+# A token is a few characters; JSON may escape each as \uXXXX. The overhead covers the JSON around the texts.
+_BYTES_PER_TOKEN = 32
+_OVERHEAD_BYTES = 64 * 1024
+
+
+def default_deadline_s(max_tokens: int) -> float:
+    return _DEADLINE_BASE_S + max_tokens / _MIN_TOKENS_PER_S
+
+
+def size_bound(max_tokens: int, n: int) -> int:
+    return _OVERHEAD_BYTES + _BYTES_PER_TOKEN * max_tokens * n
+
+
+def read_bounded(reply: AbstractContextManager[Any], base_url: str, started: float, deadline_s: float,
+                 max_bytes: int) -> str:
+    """The body of a streamed reply (the openai client's `with_streaming_response`), read as it arrives so that
+    neither limit waits for the whole body; `started` is when the request went out (time.monotonic)."""
+    chunks: list[bytes] = []
+    size = 0
+    with reply as response:
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise UserError(
+                    f"the server at {base_url} sent a reply over {max_bytes} bytes for its max_tokens "
+                    f"(the bound is {_BYTES_PER_TOKEN} bytes a token plus {_OVERHEAD_BYTES // 1024} KiB); abandoned, not cached: the server ignores "
+                    "max_tokens, fix or replace it")
+            if time.monotonic() - started > deadline_s:
+                raise UserError(
+                    f"the server at {base_url} was still sending its reply after {deadline_s:.0f} s (engine "
+                    "option 'deadline'); abandoned, not cached: check the server, or raise 'deadline'")
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")

@@ -1,0 +1,128 @@
+"""`sws cotrain_<arm>`: SynCo co-training of a synthesizer and the reasoner, one stage per arm of
+`sws.cotrain.arms` (co-trained, frozen, static, shuffled), in the arith world on CPU.
+
+Each arm starts from the world's warm-started policy (or `train.init_model`) as the reasoner and the world's
+warm-started synthesizer, runs `cotrain.steps` steps (`sws.cotrain.session`, checkpointed every step in
+`cotrain/<arm>/checkpoints`, so a killed run resumes losing at most a step), and writes every candidate task
+(`cotrain/<arm>/pool`), the metrics per step (`cotrain/<arm>/metrics`) and the reasoner's answers to held-out
+tasks of the seed categories (`cotrain/<arm>/validation`), which the verifier keeps out of the training pool.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sws.config import CotrainConfig, PipelineConfig
+from sws.cotrain.arms import COTRAIN_ARMS, CotrainArm
+from sws.errors import UserError
+from sws.run_dir import RunDir
+from sws.runner import StageContext, StageOutput
+from sws.stage import Stage
+from sws.tables import COTRAIN_METRICS, COTRAIN_POOL, COTRAIN_VALIDATION
+from sws.world import get_world
+
+EXCLUDED_SETTINGS = {"arms": True, "only": True}
+
+
+def is_on(arm: CotrainArm, cfg: PipelineConfig) -> bool:
+    return arm.name in cfg.cotrain.arms
+
+
+def synthesizer_identity(cfg: PipelineConfig) -> str:
+    from sws.worlds.arith.bootstrap import settings_hash
+    from sws.worlds.arith.synthesizer import synthesizer_settings
+
+    return settings_hash(synthesizer_settings(cfg.cotrain.synthesizer_bootstrap_steps, cfg.seed))
+
+
+def reasoner_identity(cfg: PipelineConfig) -> str | None:
+    if cfg.train.init_model:
+        return str(Path(cfg.train.init_model).expanduser())
+    built = get_world(cfg.world).built_policy(cfg)
+    return built.identity if built is not None else None
+
+
+def settings(arm: CotrainArm, cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    return {"arm": arm.name, "world": cfg.world, "seed": cfg.seed,
+            "cotrain": cfg.cotrain.model_dump(mode="json", exclude=EXCLUDED_SETTINGS),
+            "synthesizer": synthesizer_identity(cfg) if cfg.world == "arith" else None,
+            "reasoner": reasoner_identity(cfg)}
+
+
+def reasoner_files(cfg: PipelineConfig, run: RunDir) -> list[Path]:
+    start = Path(cfg.train.init_model).expanduser() if cfg.train.init_model else None
+    return [start] if start is not None and start.is_dir() else []
+
+
+def checkpoints(arm: CotrainArm, cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
+    return [run.cotrain_checkpoints(arm.name)]
+
+
+def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
+    from sws.cotrain.learner import SamplingSettings
+    from sws.cotrain.loop import StepSettings
+
+    return StepSettings(
+        batch_size=section.batch_size, rollouts=section.rollouts, update_synthesizer=arm.update_synthesizer,
+        shuffle_synthesizer_rewards=arm.shuffle_synthesizer_rewards, teachability=section.teachability,
+        data_parallel_size=section.data_parallel_size,
+        synthesizer_sampling=SamplingSettings(section.synthesizer_temperature, section.synthesizer_max_tokens,
+                                              section.synthesizer_system_prompt),
+        reasoner_sampling=SamplingSettings(section.reasoner_temperature, section.reasoner_max_tokens,
+                                           section.reasoner_system_prompt))
+
+
+def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
+    from sws.cotrain.session import ArmRun, run_arm, validation_tasks
+    from sws.worlds.arith.held_out import heldout_problems
+    from sws.worlds.arith.synthesizer import bootstrap_synthesizer
+
+    cfg, run, section = context.cfg, context.run, context.cfg.cotrain
+    if cfg.world != "arith":
+        raise UserError(f"{run.config}: field 'world' is {cfg.world!r}, but co-training runs in the arith world "
+                        "only; set world: arith or leave cotrain.arms empty")
+    problems = context.table("problems")
+    if problems.height == 0:
+        raise UserError(f"{context.source('problems')}: no seed problems; rebuild it with `sws prepare`")
+    folder = run.cotrain_checkpoints(arm.name)
+    if context.force and folder.exists():
+        shutil.rmtree(folder)
+    validation = heldout_problems(section.validation_per_category, cfg.seed, problems)
+    reasoner = (Path(cfg.train.init_model).expanduser() if cfg.train.init_model
+                else context.world.built_policy(cfg).build())
+    result = run_arm(ArmRun(
+        checkpoints=folder, synthesizer=bootstrap_synthesizer(section.synthesizer_bootstrap_steps, cfg.seed),
+        reasoner=reasoner, steps=section.steps, seed=cfg.seed, settings=step_settings(arm, section),
+        categories=tuple(sorted(set(problems["category"]))),
+        synthesizer_learning_rate=section.synthesizer_learning_rate,
+        reasoner_learning_rate=section.reasoner_learning_rate, validation=validation_tasks(validation.to_dicts()),
+        validation_rollouts=section.validation_rollouts,
+        seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
+        identity=context.identity, backend=section), context.world.verifier)
+    pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
+    metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
+    answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")
+    half = metrics.filter(pl.col("step") >= section.steps // 2)
+    return StageOutput(
+        tables={arm.pool: pool, arm.metrics: metrics, arm.validation: answers},
+        info={"steps": section.steps, "resumed_from_step": result.resumed_from_step,
+              "productive_rate_second_half": round(float(half["productive_rate"].mean() or 0.0), 4),
+              "heldout_accuracy": round(float(answers["accuracy"].mean() or 0.0), 4)})
+
+
+def declaration(arm: CotrainArm) -> Stage:
+    return Stage(
+        f"cotrain_{arm.name}", f"Co-train (SynCo) the {arm.name} arm: {arm.summary}.",
+        functools.partial(cotrain_arm, arm), reads=("problems",), writes=(arm.pool, arm.metrics, arm.validation),
+        settings=functools.partial(settings, arm), input_files=reasoner_files,
+        output_files=functools.partial(checkpoints, arm), section="cotrain", float_results=True,
+        title=f"cotrain {arm.name}", runs_when=functools.partial(is_on, arm),
+        example=f"sws cotrain-{arm.name} --run runs/cotrain --config cotrain")
+
+
+DECLARED = tuple(declaration(arm) for arm in COTRAIN_ARMS)

@@ -1,0 +1,130 @@
+import random
+from dataclasses import replace
+
+import pytest
+
+from sws.cotrain.context import Ledger
+from sws.cotrain.learner import Completion, SamplingSettings
+from sws.cotrain.loop import StepSettings, run_step
+from sws.cotrain.rewards import synthesizer_reward
+from sws.cotrain.verify import Verifier
+from sws.world import get_world
+
+CATEGORIES = ["addition", "subtraction", "multiplication"]
+CARDS = ["problem: Compute 47 + 85.\nanswer: 132", "problem: Compute 47 + 85.\nanswer: 132",
+         "problem: Compute 9 - 3.\nanswer: 5", "problem: Compute 6 * 7.", "garbage"]
+
+
+class ScriptedLearner:
+    """Answers every prompt with the same texts, cycling; records every call the loop makes."""
+
+    def __init__(self, texts):
+        self.texts = texts
+        self.calls = []
+
+    def sample(self, prompts, n, settings):
+        self.calls.append(("sample", list(prompts), n, settings))
+        return [[Completion(p, self.texts[i % len(self.texts)]) for i in range(n)] for p in prompts]
+
+    def forward_backward(self, batch, settings):
+        self.calls.append(("forward_backward", list(batch), settings))
+        return 0.0
+
+    def optim_step(self):
+        self.calls.append(("optim_step",))
+
+    def sync_weights(self):
+        self.calls.append(("sync_weights",))
+
+    def names(self):
+        return [call[0] for call in self.calls]
+
+
+def _run(settings: StepSettings, steps: int = 2):
+    synthesizer = ScriptedLearner(CARDS)
+    reasoner = ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
+    verifier, ledger, rows, metrics = Verifier([]), Ledger(), [], []
+    for step in range(steps):
+        result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith").verifier, ledger,
+                          CATEGORIES, settings, random.Random(step))
+        rows += result.pool_rows
+        metrics.append(result.metrics)
+    return synthesizer, reasoner, rows, metrics
+
+
+SETTINGS = StepSettings(batch_size=5, rollouts=3)
+
+
+def test_rewards_recomputed_from_the_pool_rows():
+    _, _, rows, _ = _run(SETTINGS)
+    for row in rows:
+        assert row["reward"] == synthesizer_reward(row["valid"], row["quality"], row["reliability"],
+                                                   row["sr"] or 0.0)
+    first = rows[0]
+    assert (first["valid"], first["n_correct"], first["sr"], first["reward"]) == (True, 1, 1 / 3, pytest.approx(2 / 3))
+    assert rows[1]["reject_reason"] == "duplicate"  # the same card twice in one batch
+
+
+def test_task_ids_unique_and_exactly_k_rollouts_per_trained_task():
+    _, reasoner, rows, _ = _run(SETTINGS)
+    assert len({row["task_id"] for row in rows}) == len(rows) == 10
+    for call in reasoner.calls:
+        if call[0] == "sample":
+            assert call[2] == 3
+        if call[0] == "forward_backward":
+            problems = [item.completion.prompt for item in call[1]]
+            assert all(problems.count(p) == 3 for p in problems)
+    assert all(row["k"] == (3 if row["valid"] else 0) for row in rows)
+
+
+def test_frozen_arm_differs_by_the_update_switch_and_keeps_the_live_context():
+    frozen = replace(SETTINGS, update_synthesizer=False)
+    assert {k for k, v in frozen.__dict__.items() if SETTINGS.__dict__[k] != v} == {"update_synthesizer"}
+    synthesizer, _, rows, _ = _run(frozen)
+    assert synthesizer.names() == ["sample", "sample"]
+    contexts = [call[1][0] for call in synthesizer.calls]
+    assert contexts[0] != contexts[1]  # rebuilt from the ledger on every step, also when frozen
+    assert rows[0]["context_hash"] != rows[5]["context_hash"]
+
+
+def test_cotrained_synthesizer_is_updated_on_the_whole_batch_every_step():
+    synthesizer, _, _, _ = _run(SETTINGS)
+    updates = [call for call in synthesizer.calls if call[0] == "forward_backward"]
+    assert len(updates) == 2 and all(len(call[1]) == 5 for call in updates)
+
+
+def test_per_role_sampling_settings_reach_the_learners():
+    settings = replace(SETTINGS, synthesizer_sampling=SamplingSettings(1.3, 40, "S: "),
+                       reasoner_sampling=SamplingSettings(0.6, 12, "R: "))
+    synthesizer, reasoner, _, _ = _run(settings, steps=1)
+    assert {call[-1] for call in synthesizer.calls if call[0] in ("sample", "forward_backward")} == {
+        settings.synthesizer_sampling}
+    assert {call[-1] for call in reasoner.calls if call[0] in ("sample", "forward_backward")} == {
+        settings.reasoner_sampling}
+
+
+def test_shuffled_control_trains_on_permuted_rewards_but_records_the_true_ones():
+    true_synthesizer, _, true_rows, _ = _run(SETTINGS, steps=1)
+    synthesizer, _, rows, _ = _run(replace(SETTINGS, shuffle_synthesizer_rewards=True), steps=1)
+    assert [r["reward"] for r in rows] == [r["reward"] for r in true_rows]
+
+    def trained_advantages(learner):
+        update, = [call for call in learner.calls if call[0] == "forward_backward"]
+        return [item.advantage for item in update[1]]
+
+    shuffled, true = trained_advantages(synthesizer), trained_advantages(true_synthesizer)
+    assert sorted(shuffled) == pytest.approx(sorted(true)) and shuffled != true
+
+
+def test_metrics_count_productive_tasks_against_generated_and_valid():
+    _, _, rows, metrics = _run(SETTINGS, steps=1)
+    valid = [row for row in rows if row["valid"]]
+    productive = sum(0 < row["sr"] < 1 for row in valid)
+    assert metrics[0]["productive_rate"] == productive / 5
+    assert metrics[0]["productive_of_valid"] == productive / len(valid)
+    assert sum(metrics[0]["sr_histogram"]) == len(valid)
+
+
+def test_fewer_than_two_rollouts_refused():
+    with pytest.raises(ValueError, match="K ≥ 2"):
+        StepSettings(rollouts=1)

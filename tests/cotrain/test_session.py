@@ -1,0 +1,85 @@
+from dataclasses import replace
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from sws.cotrain.learner import SamplingSettings
+from sws.cotrain.loop import StepSettings
+from sws.cotrain.session import LIVE, NEW, OLD, ArmRun, ValidationTask, run_arm
+from sws.world import get_world
+from sws.worlds.arith.policy import build_policy
+
+SEED_TASKS = (("Compute 47 + 85.", "132"), ("Compute 9 - 3.", "6"), ("Compute 6 * 7.", "42"),
+              ("Compute 12 + 30.", "42"), ("Compute 80 - 17.", "63"))
+VALIDATION = (ValidationTask("Compute 6 * 7.", "42", "multiplication"),
+              ValidationTask("Compute 5 + 5.", "10", "addition"))
+SETTINGS = StepSettings(batch_size=4, rollouts=2, synthesizer_sampling=SamplingSettings(1.0, 12),
+                        reasoner_sampling=SamplingSettings(1.0, 6))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    return build_policy(folder / "synthesizer", seed=1), build_policy(folder / "reasoner", seed=2)
+
+
+def _arm(models, folder, steps, **changes) -> ArmRun:
+    synthesizer, reasoner = models
+    run = ArmRun(folder, synthesizer, reasoner, steps, seed=3, settings=SETTINGS,
+                 categories=("addition", "subtraction", "multiplication"), synthesizer_learning_rate=1e-3,
+                 reasoner_learning_rate=1e-3, validation=VALIDATION, validation_rollouts=2)
+    return replace(run, **changes)
+
+
+def _without_seconds(rows):
+    return [{k: v for k, v in row.items() if not k.startswith("seconds_")} for row in rows]
+
+
+def _weights(folder):
+    return load_file(folder / "model.safetensors")
+
+
+def test_a_rerun_after_a_kill_continues_from_the_last_step_as_if_never_stopped(models, tmp_path):
+    whole = run_arm(_arm(models, tmp_path / "whole", 3), get_world("arith").verifier)
+    run_arm(_arm(models, tmp_path / "killed", 2), get_world("arith").verifier)  # stopped after step 2 of 3
+    resumed = run_arm(_arm(models, tmp_path / "killed", 3), get_world("arith").verifier)
+    assert resumed.resumed_from_step == 2 and whole.resumed_from_step == 0
+    assert resumed.pool == whole.pool and len(whole.pool) == 12
+    assert _without_seconds(resumed.metrics) == _without_seconds(whole.metrics)
+    assert resumed.validation == whole.validation
+    for policy in ("synthesizer", "reasoner"):
+        left, right = (_weights(tmp_path / run / LIVE / policy) for run in ("whole", "killed"))
+        assert all(torch.equal(left[name], right[name]) for name in left)
+
+
+def test_a_swap_cut_short_keeps_the_newest_whole_checkpoint(models, tmp_path):
+    run_arm(_arm(models, tmp_path, 1), get_world("arith").verifier)
+    (tmp_path / LIVE).rename(tmp_path / OLD)  # killed between the two renames
+    (tmp_path / NEW).mkdir()  # and a half-written new one
+    result = run_arm(_arm(models, tmp_path, 2), get_world("arith").verifier)
+    assert result.resumed_from_step == 1 and [row["step"] for row in result.metrics] == [0, 1]
+    assert not (tmp_path / OLD).exists() and not (tmp_path / NEW).exists()
+
+
+def test_the_frozen_synthesizers_saved_weights_never_change(models, tmp_path):
+    frozen = _arm(models, tmp_path / "frozen", 2, settings=replace(SETTINGS, update_synthesizer=False))
+    run_arm(frozen, get_world("arith").verifier)
+    initial, saved = _weights(models[0]), _weights(tmp_path / "frozen" / LIVE / "synthesizer")
+    assert initial.keys() == saved.keys() and all(torch.equal(initial[name], saved[name]) for name in initial)
+
+
+def test_static_arm_trains_on_seed_tasks_and_never_on_a_validation_task(models, tmp_path):
+    static = _arm(models, tmp_path, 2, seed_tasks=SEED_TASKS, settings=replace(SETTINGS, update_synthesizer=False))
+    result = run_arm(static, get_world("arith").verifier)
+    validation = {task.problem for task in VALIDATION}
+    assert {row["problem"] for row in result.pool} <= {problem for problem, _ in SEED_TASKS}
+    assert all(row["reject_reason"] == "contaminated" for row in result.pool if row["problem"] in validation)
+    assert all(row["k"] == 2 for row in result.pool if row["valid"])
+    assert [row["k"] for row in result.validation] == [2, 2]
+
+
+def test_a_checkpoint_made_under_other_settings_is_started_over(models, tmp_path):
+    run_arm(_arm(models, tmp_path, 1, identity="before"), get_world("arith").verifier)
+    result = run_arm(_arm(models, tmp_path, 1, identity="after"), get_world("arith").verifier)
+    assert result.resumed_from_step == 0 and len(result.metrics) == 1
