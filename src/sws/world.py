@@ -62,6 +62,17 @@ class BuiltPolicy:
     cached: Callable[[], Path | None]
 
 
+@dataclass(frozen=True)
+class Truth:
+    """A problem as a world that computes answers itself judges it: its answer, category and concepts when it is
+    well-posed (`reject_reason` None), else why not (a defect: `ill_posed`, `multiple_choice`, ...)."""
+
+    reject_reason: str | None
+    answer: str | None = None
+    category: str | None = None
+    concepts: tuple[str, ...] = ()
+
+
 class World:
     """The base every world extends; each hook's default is what a world without that part needs."""
 
@@ -103,6 +114,23 @@ class World:
 
     def built_policy(self, cfg: Any) -> BuiltPolicy | None:
         """The policy `sws train initial` starts from when `train.init_model` is empty; None: it must be set."""
+        return None
+
+    def synthesizer(self, cfg: Any) -> BuiltPolicy | None:
+        """The warm-started synthesizer co-training (`sws cotrain-<arm>`) starts from; None: the world cannot
+        co-train."""
+        return None
+
+    def truth(self, problem: str) -> Truth | None:
+        """The world's own verdict on a problem, where it can compute one (the arith world); None: labels must come
+        from a labeler's consistent samples."""
+        return None
+
+    def fresh_problems(self, cfg: Any, seed_problems: Any, n_per_category: int,
+                       exclude: set[str] = frozenset()) -> Any | None:
+        """`n_per_category` fresh problems (problem_id, problem, answer, category) of each category of
+        `seed_problems`, none a seed problem nor one whose `problem_key` is in `exclude`; None: the world cannot
+        make problems."""
         return None
 
     def heldout_set(self, name: str, cfg: Any, seed_problems: Any, exclude: set[str] = frozenset()) -> Any | None:

@@ -7,7 +7,7 @@ from sws.cotrain.context import Ledger
 from sws.cotrain.learner import Completion, SamplingSettings
 from sws.cotrain.loop import StepSettings, run_step
 from sws.cotrain.rewards import synthesizer_reward
-from sws.cotrain.verify import Verifier
+from sws.cotrain.verify import CardVerifier
 from sws.world import get_world
 
 CATEGORIES = ["addition", "subtraction", "multiplication"]
@@ -43,9 +43,9 @@ class ScriptedLearner:
 def _run(settings: StepSettings, steps: int = 2):
     synthesizer = ScriptedLearner(CARDS)
     reasoner = ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
-    verifier, ledger, rows, metrics = Verifier([]), Ledger(), [], []
+    verifier, ledger, rows, metrics = CardVerifier(get_world("arith").truth, []), Ledger(), [], []
     for step in range(steps):
-        result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith").verifier, ledger,
+        result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith"), ledger,
                           CATEGORIES, settings, random.Random(step))
         rows += result.pool_rows
         metrics.append(result.metrics)

@@ -41,9 +41,9 @@ def _weights(folder):
 
 
 def test_a_rerun_after_a_kill_continues_from_the_last_step_as_if_never_stopped(models, tmp_path):
-    whole = run_arm(_arm(models, tmp_path / "whole", 3), get_world("arith").verifier)
-    run_arm(_arm(models, tmp_path / "killed", 2), get_world("arith").verifier)  # stopped after step 2 of 3
-    resumed = run_arm(_arm(models, tmp_path / "killed", 3), get_world("arith").verifier)
+    whole = run_arm(_arm(models, tmp_path / "whole", 3), get_world("arith"))
+    run_arm(_arm(models, tmp_path / "killed", 2), get_world("arith"))  # stopped after step 2 of 3
+    resumed = run_arm(_arm(models, tmp_path / "killed", 3), get_world("arith"))
     assert resumed.resumed_from_step == 2 and whole.resumed_from_step == 0
     assert resumed.pool == whole.pool and len(whole.pool) == 12
     assert _without_seconds(resumed.metrics) == _without_seconds(whole.metrics)
@@ -54,24 +54,24 @@ def test_a_rerun_after_a_kill_continues_from_the_last_step_as_if_never_stopped(m
 
 
 def test_a_swap_cut_short_keeps_the_newest_whole_checkpoint(models, tmp_path):
-    run_arm(_arm(models, tmp_path, 1), get_world("arith").verifier)
+    run_arm(_arm(models, tmp_path, 1), get_world("arith"))
     (tmp_path / LIVE).rename(tmp_path / OLD)  # killed between the two renames
     (tmp_path / NEW).mkdir()  # and a half-written new one
-    result = run_arm(_arm(models, tmp_path, 2), get_world("arith").verifier)
+    result = run_arm(_arm(models, tmp_path, 2), get_world("arith"))
     assert result.resumed_from_step == 1 and [row["step"] for row in result.metrics] == [0, 1]
     assert not (tmp_path / OLD).exists() and not (tmp_path / NEW).exists()
 
 
 def test_the_frozen_synthesizers_saved_weights_never_change(models, tmp_path):
     frozen = _arm(models, tmp_path / "frozen", 2, settings=replace(SETTINGS, update_synthesizer=False))
-    run_arm(frozen, get_world("arith").verifier)
+    run_arm(frozen, get_world("arith"))
     initial, saved = _weights(models[0]), _weights(tmp_path / "frozen" / LIVE / "synthesizer")
     assert initial.keys() == saved.keys() and all(torch.equal(initial[name], saved[name]) for name in initial)
 
 
 def test_static_arm_trains_on_seed_tasks_and_never_on_a_validation_task(models, tmp_path):
     static = _arm(models, tmp_path, 2, seed_tasks=SEED_TASKS, settings=replace(SETTINGS, update_synthesizer=False))
-    result = run_arm(static, get_world("arith").verifier)
+    result = run_arm(static, get_world("arith"))
     validation = {task.problem for task in VALIDATION}
     assert {row["problem"] for row in result.pool} <= {problem for problem, _ in SEED_TASKS}
     assert all(row["reject_reason"] == "contaminated" for row in result.pool if row["problem"] in validation)
@@ -80,6 +80,6 @@ def test_static_arm_trains_on_seed_tasks_and_never_on_a_validation_task(models, 
 
 
 def test_a_checkpoint_made_under_other_settings_is_started_over(models, tmp_path):
-    run_arm(_arm(models, tmp_path, 1, identity="before"), get_world("arith").verifier)
-    result = run_arm(_arm(models, tmp_path, 1, identity="after"), get_world("arith").verifier)
+    run_arm(_arm(models, tmp_path, 1, identity="before"), get_world("arith"))
+    result = run_arm(_arm(models, tmp_path, 1, identity="after"), get_world("arith"))
     assert result.resumed_from_step == 0 and len(result.metrics) == 1

@@ -1,7 +1,15 @@
+import ast
+from pathlib import Path
+
+import pytest
+
+import sws
 from sws.config import PipelineConfig
 from sws.cotrain.arms import COTRAIN_ARMS
+from sws.errors import UserError
 from sws.pipeline import pipeline_steps
-from sws.stages.cotrain import DECLARED, step_settings
+from sws.stages.cotrain import DECLARED, step_settings, world_synthesizer
+from sws.world import get_world
 
 
 def _arm(name):
@@ -23,3 +31,23 @@ def test_no_arm_runs_unless_listed_and_a_cotraining_pipeline_runs_only_its_stage
     cfg = PipelineConfig(cotrain={"arms": ["cotrained", "static"], "only": True})
     assert [step.name for step in pipeline_steps(cfg)] == [
         "bootstrap policy", "seed set", "prepare", "cotrain cotrained", "cotrain static", "report"]
+
+
+def test_a_world_without_a_synthesizer_or_labels_of_its_own_is_refused_in_one_line():
+    import word_world
+
+    with pytest.raises(UserError, match=r"^run/config.yaml: field 'world' is 'wordsums', which brings no synthesizer"):
+        world_synthesizer(word_world.WORLD, PipelineConfig(world="wordsums"), "run/config.yaml")
+    assert world_synthesizer(get_world("arith"), PipelineConfig(), "run/config.yaml").identity
+
+
+def test_cotraining_reaches_a_world_only_through_its_hooks():
+    source = Path(sws.__file__).parent
+    modules = [*(source / "cotrain").glob("*.py"), source / "stages" / "cotrain.py"]
+    imported = {module.name: [name for node in ast.walk(ast.parse(module.read_text()))
+                              for name in ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                                           else [alias.name for alias in getattr(node, "names", [])]
+                                           if isinstance(node, ast.Import) else [])
+                              if name.startswith("sws.worlds")]
+                for module in modules}
+    assert len(modules) > 10 and not any(imported.values()), imported

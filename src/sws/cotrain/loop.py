@@ -15,9 +15,9 @@ from sws.cotrain.context import Ledger, build_context
 from sws.cotrain.grpo import group_advantages, trim_whole_groups
 from sws.cotrain.learner import Learner, SamplingSettings, ScoredCompletion
 from sws.cotrain.rewards import TEACHABILITY, TeachabilityCurve, synthesizer_reward
-from sws.cotrain.verify import Verdict, Verifier
-from sws.verifier import Verifier as AnswerVerifier
-from sws.worlds.arith.prompt import policy_prompt
+from sws.cotrain.verify import CardVerifier, Verdict
+from sws.verifier import Verifier
+from sws.world import World
 
 SR_BINS = 4  # sr histogram over [0, 1] in quarters; 0 and 1 are also counted on their own
 
@@ -46,13 +46,17 @@ class StepResult:
     metrics: dict
 
 
-def is_correct(verifier: AnswerVerifier, label: str, completion: str) -> bool:
+def is_correct(verifier: Verifier, label: str, completion: str) -> bool:
     answer = verifier.extract(completion)
     return answer is not None and verifier.spelling(answer) == verifier.spelling(label)
 
 
-def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Learner, verifier: Verifier,
-             answer_verifier: AnswerVerifier, ledger: Ledger, categories: Sequence[str], settings: StepSettings,
+def reasoner_prompt(world: World, problem: str) -> str:
+    return world.policy_prompt(problem)["prompt"]
+
+
+def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Learner, cards_verifier: CardVerifier,
+             world: World, ledger: Ledger, categories: Sequence[str], settings: StepSettings,
              rng: random.Random) -> StepResult:
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
@@ -61,13 +65,13 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
     cards = synthesizer.sample([context.render()], settings.batch_size, settings.synthesizer_sampling)[0]
     seconds["generate"], clock = time.perf_counter() - clock, time.perf_counter()
 
-    verdicts = verifier.verify_batch([card.text for card in cards])
+    verdicts = cards_verifier.verify_batch([card.text for card in cards])
     seconds["verify"], clock = time.perf_counter() - clock, time.perf_counter()
 
     valid = [v for v in verdicts if v.valid]
-    rollouts = reasoner.sample([policy_prompt(v.problem)["prompt"] for v in valid], settings.rollouts,
+    rollouts = reasoner.sample([reasoner_prompt(world, v.problem) for v in valid], settings.rollouts,
                                settings.reasoner_sampling) if valid else []
-    correct = [[is_correct(answer_verifier, v.answer, c.text) for c in group]
+    correct = [[is_correct(world.verifier, v.answer, c.text) for c in group]
                for v, group in zip(valid, rollouts, strict=True)]
     seconds["solve"], clock = time.perf_counter() - clock, time.perf_counter()
 

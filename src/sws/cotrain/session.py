@@ -23,11 +23,10 @@ from sws.atomic_files import fsync, write_text
 from sws.cotrain.backend import CotrainBackendConfig, make_learner
 from sws.cotrain.context import Ledger
 from sws.cotrain.learner import Learner
-from sws.cotrain.loop import StepSettings, is_correct, run_step
+from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
-from sws.cotrain.verify import Verifier
-from sws.verifier import Verifier as AnswerVerifier
-from sws.worlds.arith.prompt import policy_prompt
+from sws.cotrain.verify import CardVerifier
+from sws.world import World
 
 LIVE, NEW, OLD = "live", "new", "old"
 STATE_FILE = "state.json"
@@ -80,7 +79,7 @@ class _State:
     metrics: list[dict]
 
 
-def run_arm(run: ArmRun, answer_verifier: AnswerVerifier) -> ArmResult:
+def run_arm(run: ArmRun, world: World) -> ArmResult:
     _recover_swap(run.checkpoints)
     live = run.checkpoints / LIVE
     if (live / STATE_FILE).exists() and json.loads((live / STATE_FILE).read_text())["identity"] != run.identity:
@@ -93,29 +92,29 @@ def run_arm(run: ArmRun, answer_verifier: AnswerVerifier) -> ArmResult:
              else _State(0, Ledger(), [], random.Random(run.seed), [], []))
     resumed_from_step = state.step
     # The seed set repeats by design, so the static arm dedups within a batch only.
-    verifier = Verifier([task.problem for task in run.validation],
-                        recent_window=0 if run.seed_tasks is not None else 2000)
-    verifier.restore(state.recent)
+    cards_verifier = CardVerifier(world.truth, [task.problem for task in run.validation],
+                                  recent_window=0 if run.seed_tasks is not None else 2000)
+    cards_verifier.restore(state.recent)
     while state.step < run.steps:
-        result = run_step(state.step, len(state.pool), synthesizer, reasoner, verifier, answer_verifier,
+        result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
                           state.ledger, run.categories, run.settings, state.rng)
         state.pool += result.pool_rows
         state.metrics.append(result.metrics)
         state.step += 1
-        state.recent = verifier.recent()
+        state.recent = cards_verifier.recent()
         _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
-    return ArmResult(state.pool, state.metrics, _validate(reasoner, run, answer_verifier), resumed_from_step)
+    return ArmResult(state.pool, state.metrics, _validate(reasoner, run, world), resumed_from_step)
 
 
-def _validate(reasoner: Learner, run: ArmRun, answer_verifier: AnswerVerifier) -> list[dict]:
+def _validate(reasoner: Learner, run: ArmRun, world: World) -> list[dict]:
     """Held-out accuracy: `validation_rollouts` answers of the trained reasoner per validation task."""
     if not run.validation:
         return []
-    prompts = [policy_prompt(task.problem)["prompt"] for task in run.validation]
+    prompts = [reasoner_prompt(world, task.problem) for task in run.validation]
     answers = reasoner.sample(prompts, run.validation_rollouts, run.settings.reasoner_sampling)
     rows = []
     for index, (task, group) in enumerate(zip(run.validation, answers, strict=True)):
-        n_correct = sum(is_correct(answer_verifier, task.answer, completion.text) for completion in group)
+        n_correct = sum(is_correct(world.verifier, task.answer, completion.text) for completion in group)
         rows.append({"task_id": index, "problem": task.problem, "answer": task.answer, "category": task.category,
                      "k": len(group), "n_correct": n_correct, "accuracy": n_correct / len(group)})
     return rows

@@ -1,22 +1,22 @@
-"""Verification of a batch of task cards for the arith world.
+"""Verification of a batch of task cards.
 
 Each card goes through: parse; generate's pre-filters; exact and near dedup against recently accepted tasks
 and the cards already kept in this batch; decontamination against benchmark texts and names (names on word
-boundaries: "claimed" does not contain the benchmark "aime"); the label from the world's truth. The
-synthesizer's own answer is audited against that label (reliability) and is never the label.
+boundaries: "claimed" does not contain the benchmark "aime"); the label from the world's truth
+(`World.truth`). The synthesizer's own answer is audited against that label (reliability) and is never the label.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sws.cotrain.cards import CardError, parse_card
 from sws.near_duplicates import NearDuplicateIndex
 from sws.problem_filters import prefilter_reason
-from sws.worlds.arith.truth import solve
+from sws.world import Truth
 
 BENCHMARK_NAMES = ("aime", "amc", "gsm8k", "math500", "olympiadbench", "minerva", "gpqa")
 NEAR_DUPLICATE_THRESHOLD = 0.9
@@ -41,10 +41,12 @@ class Verdict:
         return self.reject_reason is None
 
 
-class Verifier:
+class CardVerifier:
     """Keeps the recently accepted tasks (a bounded window) for dedup across steps."""
 
-    def __init__(self, benchmark_texts: Sequence[str], recent_window: int = 2000) -> None:
+    def __init__(self, truth: Callable[[str], Truth], benchmark_texts: Sequence[str],
+                 recent_window: int = 2000) -> None:
+        self._truth = truth
         self._benchmarks = NearDuplicateIndex(NEAR_DUPLICATE_THRESHOLD, NEAR_DUPLICATE_MIN_CHARS)
         for text in benchmark_texts:
             self._benchmarks.add(text, "benchmark")
@@ -86,9 +88,9 @@ class Verifier:
             return reject("contaminated")
         if accepted.find(card.problem):
             return reject("duplicate", quality=1.0)
-        truth = solve(card.problem)
-        if truth.kind != "ok" or truth.answer is None:
-            return reject(truth.kind if truth.kind != "ok" else "unanswerable")
+        truth = self._truth(card.problem)
+        if truth.reject_reason is not None:
+            return reject(truth.reject_reason)
         reliability = 1.0 if card.answer is not None and card.answer.strip() == truth.answer else 0.0
-        return Verdict(card.problem, truth.answer, card.answer, truth.category, tuple(truth.concepts), None,
+        return Verdict(card.problem, truth.answer, card.answer, truth.category, truth.concepts, None,
                        1.0, reliability)

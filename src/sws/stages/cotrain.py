@@ -1,5 +1,6 @@
 """`sws cotrain_<arm>`: SynCo co-training of a synthesizer and the reasoner, one stage per arm of
-`sws.cotrain.arms` (co-trained, frozen, static, shuffled), in the arith world on CPU.
+`sws.cotrain.arms` (co-trained, frozen, static, shuffled), in a world that brings a synthesizer and computes its
+own labels (`World.synthesizer`, `World.truth`: the arith world, on CPU).
 
 Each arm starts from the world's warm-started policy (or `train.init_model`) as the reasoner and the world's
 warm-started synthesizer, runs `cotrain.steps` steps (`sws.cotrain.session`, checkpointed every step in
@@ -24,7 +25,7 @@ from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.tables import COTRAIN_METRICS, COTRAIN_POOL, COTRAIN_VALIDATION
-from sws.world import get_world
+from sws.world import BuiltPolicy, World, get_world
 
 EXCLUDED_SETTINGS = {"arms": True, "only": True}
 
@@ -33,11 +34,13 @@ def is_on(arm: CotrainArm, cfg: PipelineConfig) -> bool:
     return arm.name in cfg.cotrain.arms
 
 
-def synthesizer_identity(cfg: PipelineConfig) -> str:
-    from sws.worlds.arith.bootstrap import settings_hash
-    from sws.worlds.arith.synthesizer import synthesizer_settings
-
-    return settings_hash(synthesizer_settings(cfg.cotrain.synthesizer_bootstrap_steps, cfg.seed))
+def world_synthesizer(world: World, cfg: PipelineConfig, config_file: Path | str) -> BuiltPolicy:
+    """The world's synthesizer, or one line saying that this world cannot co-train."""
+    synthesizer = world.synthesizer(cfg)
+    if synthesizer is None or world.truth("") is None:
+        raise UserError(f"{config_file}: field 'world' is {cfg.world!r}, which brings no synthesizer and no labels "
+                        "of its own to co-train with; set world: arith or leave cotrain.arms empty")
+    return synthesizer
 
 
 def reasoner_identity(cfg: PipelineConfig) -> str | None:
@@ -50,7 +53,7 @@ def reasoner_identity(cfg: PipelineConfig) -> str | None:
 def settings(arm: CotrainArm, cfg: PipelineConfig, options: dict) -> dict[str, Any]:
     return {"arm": arm.name, "world": cfg.world, "seed": cfg.seed,
             "cotrain": cfg.cotrain.model_dump(mode="json", exclude=EXCLUDED_SETTINGS),
-            "synthesizer": synthesizer_identity(cfg) if cfg.world == "arith" else None,
+            "synthesizer": synthesizer.identity if (synthesizer := get_world(cfg.world).synthesizer(cfg)) else None,
             "reasoner": reasoner_identity(cfg)}
 
 
@@ -64,6 +67,7 @@ def checkpoints(arm: CotrainArm, cfg: PipelineConfig, run: RunDir, options: dict
 
 
 def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
+    # The loop imports torch, which the CLI loads only when a stage trains.
     from sws.cotrain.learner import SamplingSettings
     from sws.cotrain.loop import StepSettings
 
@@ -79,31 +83,27 @@ def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
 
 def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
     from sws.cotrain.session import ArmRun, run_arm, validation_tasks
-    from sws.worlds.arith.held_out import heldout_problems
-    from sws.worlds.arith.synthesizer import bootstrap_synthesizer
 
-    cfg, run, section = context.cfg, context.run, context.cfg.cotrain
-    if cfg.world != "arith":
-        raise UserError(f"{run.config}: field 'world' is {cfg.world!r}, but co-training runs in the arith world "
-                        "only; set world: arith or leave cotrain.arms empty")
+    cfg, run, section, world = context.cfg, context.run, context.cfg.cotrain, context.world
+    synthesizer = world_synthesizer(world, cfg, run.config)
     problems = context.table("problems")
     if problems.height == 0:
         raise UserError(f"{context.source('problems')}: no seed problems; rebuild it with `sws prepare`")
     folder = run.cotrain_checkpoints(arm.name)
     if context.force and folder.exists():
         shutil.rmtree(folder)
-    validation = heldout_problems(section.validation_per_category, cfg.seed, problems)
+    validation = world.fresh_problems(cfg, problems, section.validation_per_category)
     reasoner = (Path(cfg.train.init_model).expanduser() if cfg.train.init_model
-                else context.world.built_policy(cfg).build())
+                else world.built_policy(cfg).build())
     result = run_arm(ArmRun(
-        checkpoints=folder, synthesizer=bootstrap_synthesizer(section.synthesizer_bootstrap_steps, cfg.seed),
+        checkpoints=folder, synthesizer=synthesizer.build(),
         reasoner=reasoner, steps=section.steps, seed=cfg.seed, settings=step_settings(arm, section),
         categories=tuple(sorted(set(problems["category"]))),
         synthesizer_learning_rate=section.synthesizer_learning_rate,
         reasoner_learning_rate=section.reasoner_learning_rate, validation=validation_tasks(validation.to_dicts()),
         validation_rollouts=section.validation_rollouts,
         seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
-        identity=context.identity, backend=section), context.world.verifier)
+        identity=context.identity, backend=section), world)
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
     metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
     answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")

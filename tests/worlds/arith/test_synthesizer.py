@@ -2,7 +2,8 @@ import random
 
 from transformers import AutoModelForCausalLM
 
-from sws.cotrain.verify import Verifier
+from sws.cotrain.verify import CardVerifier
+from sws.world import get_world
 from sws.worlds.arith.synthesizer import MAX_POSITIONS, bootstrap_synthesizer, report_and_card
 
 
@@ -11,7 +12,7 @@ def test_warm_start_pairs_are_valid_cards_for_a_weak_category_with_the_true_answ
     for _ in range(20):
         report, card = report_and_card(rng)
         weakest = report.split("\n")[0].removeprefix("weak: ").split()
-        verdict, = Verifier([]).verify_batch([card])
+        verdict, = CardVerifier(get_world("arith").truth, []).verify_batch([card])
         assert verdict.valid and verdict.reliability == 1.0
         assert verdict.category in [entry.split("=")[0] for entry in weakest]
         assert len(report) + len(card) < MAX_POSITIONS

@@ -173,15 +173,18 @@ def supervised_run(folder: Path, steps: int, seed: int,
     model.save_pretrained(folder)
 
 
-def cached_folder(settings: dict) -> Path:
-    return cache_root() / "policies" / settings_hash(settings)
+def cached_folder(settings: dict, kind: str = "policies") -> Path:
+    return cache_root() / kind / settings_hash(settings)
+
+
+def built_folder(settings: dict, kind: str = "policies") -> Path | None:
+    """The cached model of `kind` built with these settings, or None when it has not been built (never trains)."""
+    folder = cached_folder(settings, kind)
+    return folder if is_complete(folder, settings) else None
 
 
 def cached_bootstrap_policy(steps: int, seed: int, misconception_rate: float) -> Path | None:
-    """The cached policy built with these settings, or None when it has not been built (never trains)."""
-    settings = bootstrap_settings(steps, seed, misconception_rate)
-    folder = cached_folder(settings)
-    return folder if is_complete(folder, settings) else None
+    return built_folder(bootstrap_settings(steps, seed, misconception_rate))
 
 
 def bootstrap_policy(out_dir: Path | None = None, steps: int | None = None, seed: int = 0,

@@ -15,8 +15,9 @@ from sws.cotrain.cards import TaskCard, render_card
 from sws.cotrain.context import Ledger, build_context
 from sws.worlds.arith.bootstrap import (
     LEVEL_START,
-    cache_root,
+    built_folder,
     cached_build,
+    cached_folder,
     settings_hash,
     supervised_run,
 )
@@ -49,10 +50,17 @@ def synthesizer_settings(steps: int, seed: int) -> dict:
             "data": settings_hash({"examples": examples})}
 
 
+KIND = "synthesizers"
+
+
+def cached_synthesizer(steps: int, seed: int) -> Path | None:
+    return built_folder(synthesizer_settings(steps, seed), KIND)
+
+
 def bootstrap_synthesizer(steps: int, seed: int = 0, out_dir: Path | None = None) -> Path:
     """The warm-started synthesizer folder: reused if already built with these settings, else trained."""
     settings = synthesizer_settings(steps, seed)
-    target = Path(out_dir) if out_dir is not None else cache_root() / "synthesizers" / settings_hash(settings)
+    target = Path(out_dir) if out_dir is not None else cached_folder(settings, KIND)
 
     def build(folder: Path) -> None:
         build_policy(folder, seed=seed, max_positions=MAX_POSITIONS, max_new_tokens=MAX_CARD_TOKENS)

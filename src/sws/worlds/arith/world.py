@@ -13,7 +13,7 @@ from sws.config import PipelineConfig
 from sws.manifests import StageResult
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
-from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, World
+from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, Truth, World
 from sws.worlds.arith.families import (
     CATEGORIES,
     FAMILIES,
@@ -23,6 +23,7 @@ from sws.worlds.arith.families import (
 from sws.worlds.arith.held_out import heldout_problems
 from sws.worlds.arith.prompt import policy_prompt
 from sws.worlds.arith.settings import ArithSettings
+from sws.worlds.arith.truth import family_of, solve
 from sws.worlds.math.verifier import MathVerifier
 
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
@@ -99,13 +100,36 @@ class ArithWorld(World):
             cached=lambda: cached_bootstrap_policy(settings.bootstrap_steps, cfg.seed, settings.misconception_rate),
         )
 
+    def synthesizer(self, cfg: PipelineConfig) -> BuiltPolicy:
+        from sws.worlds.arith.bootstrap import settings_hash
+        from sws.worlds.arith.synthesizer import (
+            bootstrap_synthesizer,
+            cached_synthesizer,
+            synthesizer_settings,
+        )
+
+        steps = cfg.cotrain.synthesizer_bootstrap_steps
+        return BuiltPolicy(identity={"synthesizer": settings_hash(synthesizer_settings(steps, cfg.seed))},
+                           build=lambda: bootstrap_synthesizer(steps, cfg.seed),
+                           cached=lambda: cached_synthesizer(steps, cfg.seed))
+
+    def truth(self, problem: str) -> Truth:
+        truth = solve(problem)
+        if truth.kind != "ok" or truth.answer is None:
+            return Truth(truth.kind if truth.kind != "ok" else "unanswerable")
+        return Truth(None, truth.answer, truth.category, tuple(truth.concepts))
+
+    def fresh_problems(self, cfg: PipelineConfig, seed_problems: pl.DataFrame, n_per_category: int,
+                       exclude: set[str] = frozenset()) -> pl.DataFrame:
+        return heldout_problems(n_per_category, cfg.seed, seed_problems, exclude)
+
     def heldout_set(self, name: str, cfg: PipelineConfig, seed_problems: pl.DataFrame,
                     exclude: set[str] = frozenset()) -> pl.DataFrame | None:
         """`arith`: `arith.n_eval_per_category` fresh problems of each seed category, none of them a seed problem
         or one whose `problem_key` is in `exclude`."""
         if name != "arith":
             return None
-        return heldout_problems(self.settings(cfg).n_eval_per_category, cfg.seed, seed_problems, exclude)
+        return self.fresh_problems(cfg, seed_problems, self.settings(cfg).n_eval_per_category, exclude)
 
     def weak_like_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame,
                       exclude: set[str]) -> pl.DataFrame | None:
@@ -147,8 +171,6 @@ class ArithWorld(World):
         return RunDir(run_dir).pool_file(self.name)
 
     def family_of(self, problem: str) -> str | None:
-        from sws.worlds.arith.truth import family_of
-
         return family_of(problem)
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
