@@ -30,6 +30,11 @@ def name_of(arm: arms.Arm) -> str:
     return arm.label or arm.name
 
 
+def names() -> dict[str, str]:
+    """Each arm's one name, by the name it is declared with."""
+    return {arm.name: name_of(arm) for arm in arms.ARMS}
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean (as a share) and its standard error, or None where fewer than two problems were graded."""

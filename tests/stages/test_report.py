@@ -218,8 +218,9 @@ def test_weakness_mitigation_says_how_often_each_arm_drew_the_weak_problems(page
     body = sections(page)["Weakness mitigation: share of the previously weak problems each policy solves"]
     rows = {cells[0]: cells[1:] for cells in (re.findall(r"<td>(.*?)</td>", row)
                                               for row in re.findall(r"<tr>(.*?)</tr>", body)) if cells}
-    assert rows["baseline"] == ["2.000", "1.667", "0"]  # w0 in 3 steps, w1 in 1; 5 draws of 3 problems
-    assert rows["augmented"] == ["0.500", "1.000", "1"]
+    # each arm by its one name (the answer table's): baseline is "seed only", augmented "synthetic"
+    assert rows["seed only"] == ["2.000", "1.667", "0"]  # w0 in 3 steps, w1 in 1; 5 draws of 3 problems
+    assert rows["synthetic"] == ["0.500", "1.000", "1"]
 
 
 def test_teachability_and_gradient_share(page: str) -> None:
@@ -247,8 +248,8 @@ def test_missing_artifacts_name_the_command_that_makes_them(tmp_path: Path) -> N
 
 def test_benchmarks_section_gives_each_benchmarks_k_the_average_and_held_out_overlap(page: str) -> None:
     body = next(body for title, body in sections(page).items() if title.startswith("Benchmarks"))
-    assert "<td>augmented</td><td>weak_like</td><td>16</td><td>4</td><td>1.000</td><td>0.000</td>" in body
-    assert "<td>augmented</td><td>average</td><td>–</td><td>–</td><td>1.000</td><td>0.000</td>" in body
+    assert "<td>synthetic</td><td>weak_like</td><td>16</td><td>4</td><td>1.000</td><td>0.000</td>" in body
+    assert "<td>synthetic</td><td>average</td><td>–</td><td>–</td><td>1.000</td><td>0.000</td>" in body
     assert "<td>weak_like</td><td>4</td><td>0</td>" in body
 
 
@@ -318,7 +319,7 @@ def test_rounds_section_shows_the_headline_across_rounds_and_the_ledger_flow(tmp
     assert "<td>new</td><td>resolved</td><td>1</td>" in body  # a round-1 weak problem resolved in round 2
     assert "<td>(not weak yet)</td><td>new</td><td>1</td>" in body
     round_two = body.split("<h3>Round 2")[1]
-    assert "<th>category</th><th>initial</th><th>augmented</th>" in round_two
+    assert "<th>category</th><th>initial</th><th>synthetic</th>" in round_two
     assert "<td>overall</td><td>0.000</td><td>0.500</td>" in round_two
     assert "Ledger (5 rows" in body
     runner.run(report.STAGE, two_rounds, second)

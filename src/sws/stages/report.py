@@ -98,7 +98,13 @@ class Page:
 
 def arm_names(frame: pl.DataFrame) -> pl.DataFrame:
     """Columns named after an arm renamed to the arm's one name (`answer.name_of`)."""
-    return frame.rename({arm.name: answer.name_of(arm) for arm in arms.ARMS if arm.name in frame.columns})
+    return frame.rename({arm: name for arm, name in answer.names().items() if arm in frame.columns})
+
+
+def named_arms(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """The arm names in `columns` (the checkpoint's name in eval's tables, say) replaced by the arm's one name;
+    other values (`base`, `start`) kept."""
+    return frame.with_columns(pl.col(column).replace(answer.names()) for column in columns)
 
 
 def render_page(title: str, sections: Sequence[Section]) -> str:
@@ -327,6 +333,7 @@ def evaluation_section(page: Page) -> Section:
     benchmarks = page.table("eval/benchmarks")
     if benchmarks is None:
         return Section(title, page.missing("eval/benchmarks"))
+    benchmarks = named_arms(benchmarks, "checkpoint")
     overall = benchmarks.filter(pl.col("category") == eval_stage.OVERALL)
     wide = overall.pivot(on="checkpoint", index="eval_set", values=["pass1", "avg_k"], sort_columns=False)
     per_category = benchmarks.filter(pl.col("category") != eval_stage.OVERALL).pivot(
@@ -335,7 +342,8 @@ def evaluation_section(page: Page) -> Section:
                       f"Avg@k: the share of k = {page.cfg.eval.k} samples at temperature {page.cfg.eval.temperature} "
                       "that are right. The seed set is the training set, the other sets are held out. Checkpoints: "
                       "base is train.init_model before any training; start is the policy the world builds for the "
-                      "initial arm (the arith world's warm-started tiny policy); the others are the arms.")
+                      "initial arm (the arith world's warm-started tiny policy); the others are the arms: initial is the "
+                      "preliminary run's policy, the others continue from it.")
             + html_table(wide) + "<h3>Pass@1 per category</h3>" + html_table(per_category))
     return Section(title, body)
 
@@ -347,7 +355,7 @@ def benchmarks_section(page: Page) -> Section:
     if not page.context.run.summary.is_file():
         return Section(title, page.missing("eval/benchmarks"))
     summary = eval_stage.read_summary(page.run_dir)
-    rows = [{"checkpoint": checkpoint, "benchmark": name, "k": scores.get("k"), "n": scores.get("n"),
+    rows = [{"checkpoint": answer.names().get(checkpoint, checkpoint), "benchmark": name, "k": scores.get("k"), "n": scores.get("n"),
              "Pass@1": scores["pass1"], "Avg@k": scores["avg_k"]}
             for checkpoint, per_set in summary.get("benchmarks", {}).items() for name, scores in per_set.items()]
     held_out = [{"held-out set": name, "problems": sizes["n"], "overlap with training sets": sizes["overlap"]}
@@ -528,7 +536,8 @@ def gain_section(page: Page) -> Section:
     return Section(title, paragraph(
         "Avg@k of each arm and the difference in points, per category and per family (the world's tag: the skills "
         "a problem needs). One run's per-family difference rests on few problems; `sws compare` gives the mean "
-        "over seeds.") + html_table(found.with_columns(pl.col("^.*avg_k$", "points").round(3))) + concepts_table(page))
+        "over seeds.") + html_table(named_arms(found, "ahead", "behind").with_columns(
+            pl.col("^.*avg_k$", "points").round(3))) + concepts_table(page))
 
 
 def concepts_table(page: Page) -> str:
@@ -568,7 +577,7 @@ def precision_table(page: Page) -> str:
         ahead, behind = (share(prefix, arm) for arm in arms.HEADLINE)
         return None if ahead is None or behind is None else ahead - behind
 
-    rows = [{"set": eval_set, "policy": name, "greedy": share(greedy, name), "greedy SE": error["pass1"],
+    rows = [{"set": eval_set, "policy": answer.names().get(name, name), "greedy": share(greedy, name), "greedy SE": error["pass1"],
              "avg@k": share(sampled, name), "avg@k SE": error["avg_k"]}
             for eval_set, (greedy, sampled) in eval_stage.SET_SHARES.items()
             for name, error in summary.get("standard_errors", {}).get(eval_set, {}).items()]
@@ -590,7 +599,7 @@ def weak_exposure_table(page: Page) -> str:
     draws = gain_by_family.weak_draws(logs, weakness.filter(pl.col("weak"))["problem_id"])
     return (paragraph("How often each run drew the weak problems into a training batch (its rollout log). The "
                       "baseline trains on the seed set alone and so revisits the weak problems more often than "
-                      "an arm whose set also holds added problems.") + html_table(draws))
+                      "an arm whose set also holds added problems.") + html_table(named_arms(draws, "arm")))
 
 
 def accuracy_sets(page: Page) -> pl.DataFrame:
@@ -756,7 +765,8 @@ def rounds_section(page: Page) -> Section:
         folder = page.context.run.round(number)
         solved = page.table(in_round(number, "eval/weakness"))
         body += f"<h3>Round {number} ({html.escape(str(folder.root))})</h3>"
-        body += (html_table(solved.pivot(on="checkpoint", index="category", values="solved", sort_columns=False))
+        body += (html_table(named_arms(solved, "checkpoint").pivot(on="checkpoint", index="category",
+                                                                    values="solved", sort_columns=False))
                  if solved is not None else paragraph("Not evaluated yet.", "missing"))
         body += paragraph(f"Its own report: {folder.report}")
     shown = ledger.sort("round", "problem_id").head(MAX_LEDGER_ROWS)
