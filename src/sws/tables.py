@@ -48,7 +48,7 @@ COTRAIN_METRICS: dict[str, pl.DataType] = {
     "productive_of_valid": FLOAT, "sr_zero": INT, "sr_one": INT, "sr_histogram": pl.List(INT),
     "synth_reward_mean": FLOAT, "synth_reward_std": FLOAT, "distinct_problems": FLOAT, "category_entropy": FLOAT,
     "synth_label_error": FLOAT, "seconds_generate": FLOAT, "seconds_verify": FLOAT, "seconds_solve": FLOAT,
-    "seconds_update": FLOAT,
+    "seconds_update": FLOAT, "tokens_generate": INT, "tokens_solve": INT, "tokens_update": INT,
 }
 
 COTRAIN_VALIDATION: dict[str, pl.DataType] = {

@@ -24,7 +24,8 @@ class ScriptedLearner:
 
     def sample(self, prompts, n, settings):
         self.calls.append(("sample", list(prompts), n, settings))
-        return [[Completion(p, self.texts[i % len(self.texts)]) for i in range(n)] for p in prompts]
+        return [[Completion(p, text, len(text)) for text in (self.texts[i % len(self.texts)] for i in range(n))]
+                for p in prompts]
 
     def forward_backward(self, batch, settings):
         self.calls.append(("forward_backward", list(batch), settings))
@@ -123,6 +124,17 @@ def test_metrics_count_productive_tasks_against_generated_and_valid():
     assert metrics[0]["productive_rate"] == productive / 5
     assert metrics[0]["productive_of_valid"] == productive / len(valid)
     assert sum(metrics[0]["sr_histogram"]) == len(valid)
+
+
+def test_tokens_per_phase_count_what_each_policy_generated_and_trained_on():
+    _, _, rows, metrics = _run(SETTINGS, steps=1)
+    valid = sum(row["valid"] for row in rows)
+    card_tokens = sum(map(len, CARDS))
+    rollout_tokens = valid * sum(map(len, ["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"]))
+    assert (metrics[0]["tokens_generate"], metrics[0]["tokens_solve"]) == (card_tokens, rollout_tokens)
+    assert metrics[0]["tokens_update"] == rollout_tokens + card_tokens
+    _, _, _, frozen = _run(replace(SETTINGS, update_synthesizer=False), steps=1)
+    assert frozen[0]["tokens_update"] == rollout_tokens  # a frozen synthesizer trains on nothing
 
 
 def test_fewer_than_two_rollouts_refused():

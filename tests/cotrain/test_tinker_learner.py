@@ -159,7 +159,7 @@ def test_sampling_sends_the_roles_system_prompt_temperature_and_length(remote: T
     assert remote.tokenizer.decode(prompt.to_ints()) == "You write tasks. 1+1="
     assert (n, params.temperature, params.max_tokens) == (3, 0.6, 5)
     assert params.stop == [remote.tokenizer.eos_token_id]
-    assert completions == [[Completion("1+1=", "42")] * 3]
+    assert completions == [[Completion("1+1=", "42", tokens=2)] * 3]  # the server sent two tokens
 
 
 def test_training_at_another_temperature_than_one_is_refused(remote: TinkerLearner) -> None:

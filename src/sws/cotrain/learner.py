@@ -32,6 +32,7 @@ class SamplingSettings:
 class Completion:
     prompt: str  # as given to `sample`, before the system prompt
     text: str
+    tokens: int = 0  # tokens the policy generated for it (0: none generated, a seed card)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,11 @@ class TorchLearner:
             max_new_tokens=settings.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
         )
-        decoded = self.tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1]:], skip_special_tokens=True)
-        return [[Completion(prompt, decoded[i * n + j]) for j in range(n)] for i, prompt in enumerate(prompts)]
+        generated = output[:, encoded["input_ids"].shape[1]:]
+        decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        lengths = (generated != self.tokenizer.pad_token_id).sum(dim=1).tolist()
+        return [[Completion(prompt, decoded[i * n + j], lengths[i * n + j]) for j in range(n)]
+                for i, prompt in enumerate(prompts)]
 
     def encode_batch(self, batch: Sequence[ScoredCompletion], settings: SamplingSettings
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -59,11 +59,13 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
              world: World, ledger: Ledger, categories: Sequence[str], settings: StepSettings,
              rng: random.Random) -> StepResult:
     seconds: dict[str, float] = {}
+    tokens = {"generate": 0, "solve": 0, "update": 0}
     clock = time.perf_counter()
     context = build_context(ledger, list(categories))
     context_hash = context.digest()
     cards = synthesizer.sample([context.render()], settings.batch_size, settings.synthesizer_sampling)[0]
     seconds["generate"], clock = time.perf_counter() - clock, time.perf_counter()
+    tokens["generate"] = sum(card.tokens for card in cards)
 
     verdicts = cards_verifier.verify_batch([card.text for card in cards])
     seconds["verify"], clock = time.perf_counter() - clock, time.perf_counter()
@@ -74,6 +76,7 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
     correct = [[is_correct(world.verifier, v.answer, c.text) for c in group]
                for v, group in zip(valid, rollouts, strict=True)]
     seconds["solve"], clock = time.perf_counter() - clock, time.perf_counter()
+    tokens["solve"] = sum(completion.tokens for group in rollouts for completion in group)
 
     flags_of = {id(v): flags for v, flags in zip(valid, correct, strict=True)}
     rewards = [synthesizer_reward(v.valid, v.quality, v.reliability,
@@ -91,19 +94,21 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
                                    in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
         reasoner.optim_step()
         reasoner.sync_weights()
+        tokens["update"] += sum(completion.tokens for _, completion, _ in reasoner_rows)
     if settings.update_synthesizer:
         advantages = group_advantages(trained_rewards, [step] * len(cards))
         synthesizer.forward_backward([ScoredCompletion(card, advantage) for card, advantage
                                       in zip(cards, advantages, strict=True)], settings.synthesizer_sampling)
         synthesizer.optim_step()
         synthesizer.sync_weights()
+        tokens["update"] += tokens["generate"]
     seconds["update"] = time.perf_counter() - clock
 
     _record_in_ledger(ledger, verdicts, valid, correct)
     pool_rows = [_pool_row(step, slot, first_task_id + slot, context_hash, verdict, settings,
                            flags_of.get(id(verdict)), reward)
                  for slot, (verdict, reward) in enumerate(zip(verdicts, rewards, strict=True))]
-    return StepResult(pool_rows, _metrics(step, pool_rows, rewards, seconds))
+    return StepResult(pool_rows, _metrics(step, pool_rows, rewards, seconds, tokens))
 
 
 def _record_in_ledger(ledger: Ledger, verdicts: Sequence[Verdict], valid: Sequence[Verdict],
@@ -133,7 +138,8 @@ def _pool_row(step: int, slot: int, task_id: int, context_hash: str, verdict: Ve
             "reward": reward}
 
 
-def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds: dict[str, float]) -> dict:
+def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds: dict[str, float],
+             tokens: dict[str, int]) -> dict:
     generated = len(rows)
     valid = [row for row in rows if row["valid"]]
     productive = sum(0 < row["sr"] < 1 for row in valid)
@@ -154,4 +160,5 @@ def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds:
         "category_entropy": entropy,
         "synth_label_error": (sum(row["reliability"] == 0 for row in audited) / len(audited)) if audited else None,
         **{f"seconds_{phase}": value for phase, value in seconds.items()},
+        **{f"tokens_{phase}": value for phase, value in tokens.items()},
     }

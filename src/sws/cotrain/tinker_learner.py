@@ -91,7 +91,8 @@ class TinkerLearner:
             prompt=self._model_input(self.tokenizer(settings.system_prompt + prompt, add_special_tokens=False)
                                      ["input_ids"]),
             num_samples=n, sampling_params=params) for prompt in prompts]
-        return [[Completion(prompt, self.tokenizer.decode(sequence.tokens, skip_special_tokens=True))
+        return [[Completion(prompt, self.tokenizer.decode(sequence.tokens, skip_special_tokens=True),
+                            len(sequence.tokens))
                  for sequence in future.result().sequences] for prompt, future in zip(prompts, futures, strict=True)]
 
     def datums(self, rows: Sequence[TokenizedCompletion], old_logprobs: Sequence[Sequence[float]] | None
