@@ -83,3 +83,21 @@ def test_a_checkpoint_made_under_other_settings_is_started_over(models, tmp_path
     run_arm(_arm(models, tmp_path, 1, identity="before"), get_world("arith"))
     result = run_arm(_arm(models, tmp_path, 1, identity="after"), get_world("arith"))
     assert result.resumed_from_step == 0 and len(result.metrics) == 1
+
+
+def test_each_step_is_logged_once_to_the_tracker_even_across_a_resume(models, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    arm_folder = tmp_path / "cotrained"
+    tracked = {"report_to": "tensorboard", "arm_folder": arm_folder}
+    run_arm(_arm(models, arm_folder / "checkpoints", 2, **tracked), get_world("arith"))
+    run_arm(_arm(models, arm_folder / "checkpoints", 3, **tracked), get_world("arith"))  # resumes at step 2
+    run_arm(_arm(models, arm_folder / "checkpoints", 3, **tracked), get_world("arith"))  # nothing left to do
+
+    steps = []
+    for events in sorted((arm_folder / "tracking").glob("events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events))
+        accumulator.Reload()
+        steps += [event.step for event in accumulator.Scalars("productive_rate")]
+        assert "tokens_solve" in accumulator.Tags()["scalars"]
+    assert sorted(steps) == [1, 2, 3]

@@ -26,6 +26,7 @@ from sws.cotrain.learner import Learner
 from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
 from sws.cotrain.verify import CardVerifier
+from sws.training.tracking import step_logger
 from sws.world import World
 
 LIVE, NEW, OLD = "live", "new", "old"
@@ -59,6 +60,9 @@ class ArmRun:
     identity: str = ""
     # Where the two policies train: this process, or a Tinker-API server.
     backend: CotrainBackendConfig = field(default_factory=CotrainBackendConfig)
+    # `train.report_to`: the tracker each step's metrics go to, under `arm_folder`'s tracking folder.
+    report_to: str = "none"
+    arm_folder: Path | None = None
 
 
 @dataclass
@@ -95,14 +99,22 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     cards_verifier = CardVerifier(world.truth, [task.problem for task in run.validation],
                                   recent_window=0 if run.seed_tasks is not None else 2000)
     cards_verifier.restore(state.recent)
-    while state.step < run.steps:
-        result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
-                          state.ledger, run.categories, run.settings, state.rng)
-        state.pool += result.pool_rows
-        state.metrics.append(result.metrics)
-        state.step += 1
-        state.recent = cards_verifier.recent()
-        _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
+    logger = (step_logger(run.report_to, run.arm_folder, run.arm_folder.name)
+              if run.arm_folder is not None and state.step < run.steps else None)
+    try:
+        while state.step < run.steps:
+            result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
+                              state.ledger, run.categories, run.settings, state.rng)
+            state.pool += result.pool_rows
+            state.metrics.append(result.metrics)
+            state.step += 1
+            state.recent = cards_verifier.recent()
+            _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
+            if logger is not None:
+                logger.log(result.metrics, state.step)
+    finally:
+        if logger is not None:
+            logger.close()
     return ArmResult(state.pool, state.metrics, _validate(reasoner, run, world), resumed_from_step)
 
 

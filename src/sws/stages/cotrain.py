@@ -25,6 +25,7 @@ from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
 from sws.tables import COTRAIN_METRICS, COTRAIN_POOL, COTRAIN_VALIDATION
+from sws.training.tracking import require_tracker
 from sws.world import BuiltPolicy, World, get_world
 
 EXCLUDED_SETTINGS = {"arms": True, "only": True}
@@ -86,6 +87,7 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
 
     cfg, run, section, world = context.cfg, context.run, context.cfg.cotrain, context.world
     synthesizer = world_synthesizer(world, cfg, run.config)
+    require_tracker(cfg.train.report_to, run.config)
     problems = context.table("problems")
     if problems.height == 0:
         raise UserError(f"{context.source('problems')}: no seed problems; rebuild it with `sws prepare`")
@@ -103,7 +105,8 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
         reasoner_learning_rate=section.reasoner_learning_rate, validation=validation_tasks(validation.to_dicts()),
         validation_rollouts=section.validation_rollouts,
         seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
-        identity=context.identity, backend=section), world)
+        identity=context.identity, backend=section, report_to=cfg.train.report_to,
+        arm_folder=folder.parent), world)
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
     metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
     answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")
