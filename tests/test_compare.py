@@ -94,8 +94,12 @@ def test_five_seeds_give_mean_sem_and_the_two_sem_test_on_both_differences(tmp_p
     ]
 
 
-def test_a_negative_mean_is_never_above_two_sem() -> None:
-    assert compare.spread([-0.05, -0.04, -0.06]).above_two_sem is False
+def test_a_negative_mean_is_never_above_two_sem_and_is_called_reversed_beyond_it() -> None:
+    reversed_ = compare.spread([-0.05, -0.04, -0.06])
+    assert reversed_.above_two_sem is False and reversed_.below_two_sem is True
+    assert compare.beyond_two_sem(reversed_) == "reversed"
+    assert compare.beyond_two_sem(compare.spread([-0.05, 0.04, -0.01])) == "no"
+    assert compare.beyond_two_sem(compare.spread([0.05])) == "–"
 
 
 def test_one_run_has_no_spread(tmp_path: Path) -> None:

@@ -140,6 +140,11 @@ class Spread:
         """Whether the mean exceeds two standard errors (None without an SEM)."""
         return None if self.mean is None or self.sem is None else self.mean > 2 * self.sem
 
+    @property
+    def below_two_sem(self) -> bool | None:
+        """Whether the mean lies more than two standard errors below zero: the other way round from the claim."""
+        return None if self.mean is None or self.sem is None else self.mean < -2 * self.sem
+
 
 def spread(values: list[float | None]) -> Spread:
     measured = [value for value in values if value is not None]
@@ -159,8 +164,11 @@ def points_apart(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
-def yes_no(value: bool | None) -> str:
-    return "–" if value is None else ("yes" if value else "no")
+def beyond_two_sem(found: Spread) -> str:
+    """`yes` when the mean clears two SEM, `reversed` when it lies two SEM below zero, else `no`."""
+    if found.above_two_sem is None:
+        return "–"
+    return "yes" if found.above_two_sem else "reversed" if found.below_two_sem else "no"
 
 
 def measured(results: list[RunResult]) -> list[str]:
@@ -196,7 +204,7 @@ def comparison_table(results: list[RunResult], measure: str = "weak_solved") -> 
     table.add_row("[bold]sd[/bold]", "", *(shown_sd(found.sd) for found, _, shown_sd in spreads))
     table.add_row("[bold]sem[/bold]", "", *(shown_sd(found.sem) for found, _, shown_sd in spreads))
     table.add_row("[bold]mean > 2 sem[/bold]", "", *("" for _ in shown_arms),
-                  *(yes_no(found.above_two_sem) for found, _, _ in spreads[len(shown_arms):]))
+                  *(beyond_two_sem(found) for found, _, _ in spreads[len(shown_arms):]))
     return table
 
 
@@ -215,8 +223,9 @@ def verdict(results: list[RunResult]) -> str:
         line = (f"{GAP_NAMES[gap.prefix]}: {gap.ahead} ahead of {CALLED[gap.behind]} in {ahead} of {found.n} "
                 f"runs; mean {points(found.mean)} points")
         if found.sem is not None:
-            beyond = "above" if found.above_two_sem else "not above"
-            line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond} 2 SEM"
+            beyond = ("above 2 SEM" if found.above_two_sem else "below −2 SEM: reversed" if found.below_two_sem
+                      else "not above 2 SEM")
+            line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond}"
         lines.append(line)
     return "\n".join(lines)
 

@@ -30,7 +30,18 @@ def test_productive_rate_difference_is_over_the_second_half_per_seed(tmp_path):
     assert [summary["cotrained"]["productive_rate"] for summary in found] == pytest.approx([0.5, 0.55, 0.6])
     table = difference_table(runs, found)
     cells = [column._cells[0] for column in table.columns]
-    assert cells[1:4] == ["+25.0", "+30.0", "+35.0"] and cells[4] == "+30.0" and cells[-1] == "yes"
+    assert cells[1:4] == ["+25.0", "+30.0", "+35.0"] and cells[4:] == ["+30.0", "2.9", "yes"]
+
+
+def test_a_synthesizer_that_does_worse_than_frozen_is_called_reversed_and_the_shuffled_control_is_compared(
+        tmp_path):
+    runs = [_run(tmp_path / f"s{seed}", {"cotrained": [0.1, 0.1 + seed / 100], "frozen": [0.3, 0.3],
+                                        "shuffled": [0.0, 0.0]}) for seed in range(3)]
+    table = difference_table(runs, summaries(runs))
+    rows = {label: [column._cells[row] for column in table.columns[1:]]
+            for row, label in enumerate(table.columns[0]._cells)}
+    assert rows["cotrained − frozen"][-1] == "reversed"
+    assert rows["cotrained − shuffled"][3] == "+11.0" and rows["cotrained − shuffled"][-1] == "yes"
 
 
 def test_a_run_without_co_training_tables_names_the_command(tmp_path):

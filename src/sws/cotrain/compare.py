@@ -1,5 +1,5 @@
-"""`sws compare` over co-training runs (seeds): co-trained − frozen and shuffled − frozen productive rate over
-the second half of training, per seed, with mean, SEM and whether the mean clears two SEM; the held-out accuracy
+"""`sws compare` over co-training runs (seeds): co-trained − frozen, co-trained − shuffled and shuffled − frozen
+productive rate over the second half of training, per seed, with mean, SEM and whether the mean clears two SEM; the held-out accuracy
 and distinct problems per batch of each arm across seeds. Reuses `sws.compare`'s spread and formats."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sws.compare import points, share, spread, yes_no
+from sws.compare import beyond_two_sem, points, points_apart, share, spread
 from sws.cotrain.arms import COTRAIN_ARM_NAMES
 from sws.cotrain.summary import arm_summary
 from sws.errors import UserError
 from sws.experiment_check import check_seeds_of_one_experiment
 
-DIFFERENCES = (("cotrained", "frozen"), ("shuffled", "frozen"))
+DIFFERENCES = (("cotrained", "frozen"), ("cotrained", "shuffled"), ("shuffled", "frozen"))
 
 
 def is_cotraining_run(run_dir: Path) -> bool:
@@ -38,8 +38,8 @@ def difference_table(runs: list[Path], found: list[dict[str, dict[str, float]]])
         values = [summary[arm]["productive_rate"] - summary[against]["productive_rate"]
                   if arm in summary and against in summary else None for summary in found]
         measured = spread(values)
-        table.add_row(f"{arm} − {against}", *map(points, values), points(measured.mean), points(measured.sem),
-                      yes_no(measured.above_two_sem))
+        table.add_row(f"{arm} − {against}", *map(points, values), points(measured.mean),
+                      points_apart(measured.sem), beyond_two_sem(measured))
     return table
 
 
