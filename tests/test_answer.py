@@ -29,3 +29,8 @@ def test_a_difference_is_marked_where_it_clears_two_standard_errors() -> None:
 
 def test_a_set_no_arm_was_evaluated_on_is_left_out() -> None:
     assert answer.answer_table(per_problem({"baseline": [1], "augmented": [2]}), ["other"]).is_empty()
+
+
+def test_a_difference_that_rounds_to_zero_reads_plus_zero() -> None:
+    assert answer.Estimate(-0.0004, 0.006).as_points() == "+0.0 ± 0.6 pts"
+    assert answer.Estimate(-0.004, None).as_points() == "-0.4 pts"

@@ -47,7 +47,7 @@ class Estimate:
         return text if self.error is None else f"{text} ± {100 * self.error:.1f}"
 
     def as_points(self) -> str:
-        text = f"{100 * self.mean:+.1f}"
+        text = f"{round(100 * self.mean, 1) or 0.0:+.1f}"  # a mean that rounds to zero is +0.0, never -0.0
         if self.error is None:
             return f"{text} pts"
         return f"{text} ± {100 * self.error:.1f} pts" + (f" {MARK}" if self.clears() else "")
