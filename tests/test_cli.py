@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import typer
 import yaml
@@ -174,6 +176,14 @@ def test_every_default_in_help_says_where_it_comes_from(path):
                 for option in stage.options]
     for option in declared:
         assert f"[default: the run's config ({option.field})" in text, option.field
+
+
+@pytest.mark.parametrize("path", [path for path in COMMANDS if path[0] == "world" and len(path) > 1], ids=" ".join)
+def test_a_world_commands_defaults_name_the_world_setting_they_stand_for(path):
+    text = help_text(*path)
+    assert "(default" not in text
+    if path[1] in ("seed-set", "bootstrap"):
+        assert re.search(r"\[default: \d+, arith\.\w+'s built-in value\]", text), text
 
 
 @pytest.mark.parametrize("command", [["filter"], ["eval"], ["sample"]])

@@ -10,20 +10,26 @@ import typer
 from sws import ui
 from sws.worlds.arith.settings import ArithSettings
 
-CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories (default: all six).")]
+
+def built_in(field: str) -> str:
+    """How help names the default of an option that stands for an arith setting (these commands read no run)."""
+    return f"\\[default: {getattr(ArithSettings(), field)}, arith.{field}'s built-in value]"  # \\[: not rich markup
+
+
+CategoriesOpt = Annotated[str | None, typer.Option(help="Comma-separated arith categories. \\[default: all six]")]
 NPerCategoryOpt = Annotated[
-    int | None, typer.Option(help="Fresh problems per category, levels mixed (default: arith.n_eval_per_category).",
+    int | None, typer.Option(help=f"Fresh problems per category, levels mixed. {built_in('n_eval_per_category')}",
                               min=1)
 ]
 
 
 def seed_set(
     out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
-    n: Annotated[int | None, typer.Option("--n", help="Number of problems (default: arith.n_seed_problems).",
+    n: Annotated[int | None, typer.Option("--n", help=f"Number of problems. {built_in('n_seed_problems')}",
                                                    min=1)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the problem draw.", min=0)] = 0,
     categories: CategoriesOpt = None,
-    levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard (default all).")] = None,
+    levels: Annotated[str | None, typer.Option(help="Comma-separated levels: easy, medium, hard. \\[default: all]")] = None,
 ) -> None:
     """Write an arith seed problem set (categories in turn, levels mixed) that `sws prepare` reads."""
     from sws.worlds.arith.seed_set import write_seed_set
@@ -38,8 +44,8 @@ def seed_set(
 def pool(
     run: Annotated[Path, typer.Option(help="Run directory after `sws prepare` (its seed set and config).")],
     out: Annotated[Path, typer.Option("--out", help="JSONL file to write (id, problem, answer, category, ...).")],
-    n: Annotated[int | None, typer.Option("--n", help="Number of pool problems (default: arith.n_pool_problems).",
-                                          min=1)] = None,
+    n: Annotated[int | None, typer.Option(
+        "--n", help="Number of pool problems. \\[default: the run's arith.n_pool_problems]", min=1)] = None,
 ) -> None:
     """Write a selection pool for `sws select`: fresh problems of every family, none a seed or held-out problem."""
     from sws.config import load_run_config
@@ -56,11 +62,11 @@ def pool(
 
 
 def bootstrap(
-    out: Annotated[Path | None, typer.Option(help="Policy folder to write (default: the cache, ~/.cache/sws).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Supervised steps (default: arith.bootstrap_steps).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Policy folder to write. \\[default: the cache, ~/.cache/sws]")] = None,
+    steps: Annotated[int | None, typer.Option(help=f"Supervised steps. {built_in('bootstrap_steps')}")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the weights and the training data.")] = 0,
     misconception_rate: Annotated[float | None, typer.Option(
-        help="Share of carrying and borrowing examples answered wrongly (default: arith.misconception_rate).",
+        help=f"Share of carrying and borrowing examples answered wrongly. {built_in('misconception_rate')}",
         min=0.0, max=1.0)] = None,
     n_per_category: NPerCategoryOpt = None,
 ) -> None:
