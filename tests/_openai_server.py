@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from _http_serving import running, send
+
 from sws.config import EngineConfig
 from sws.engines import make_engine
 
@@ -114,14 +116,7 @@ class FakeHandler(BaseHTTPRequestHandler):
             pass
 
     def _send(self, status: int, content_type: str, data: bytes) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-            pass
+        send(self, status, content_type, data)
 
 
 def completion_body(body: dict[str, Any], chat: bool, server: FakeServer, echoed: str = "") -> dict[str, Any]:
@@ -150,14 +145,8 @@ def completion_body(body: dict[str, Any], chat: bool, server: FakeServer, echoed
 
 @contextmanager
 def serving() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    thread = threading.Thread(target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with running(FakeServer()) as fake:
         yield fake
-    finally:
-        fake.shutdown()
-        fake.server_close()
 
 
 def engine_for(server: FakeServer, **options: Any):

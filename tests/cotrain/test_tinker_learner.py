@@ -75,7 +75,7 @@ class _Done:
     def __init__(self, value) -> None:
         self.value = value
 
-    def result(self):
+    def result(self, timeout=None):
         return self.value
 
 

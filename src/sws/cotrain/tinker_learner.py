@@ -8,11 +8,16 @@ completion tokens and divided by their count. Here the server's `ppo` loss (the 
 over tokens) gets each completion token's advantage divided by that count, and the "sampling" log-probabilities
 are the trainer's own, from a `forward` pass just before, as the local learner's are. The server scores tokens
 at temperature 1, so training a policy sampled at another temperature is refused rather than silently changed.
+
+The client retries a failing or silent server for minutes (five for session setup, without end for a result
+being polled) and takes no retry or timeout options, so every wait here has a deadline of its own, and any
+failure ends as one `UserError` line naming the server and the fix, with the key redacted.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sws.atomic_files import write_json
 from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion
 from sws.errors import UserError
+from sws.secrets import redact, remember_secret
 
 if TYPE_CHECKING:
     from sws.cotrain.backend import CotrainBackendConfig, TinkerPolicyConfig
@@ -28,6 +34,8 @@ if TYPE_CHECKING:
 TINKER_LOSS = "ppo"
 CLIP_EPSILON = 0.2  # the local loss's epsilon (TRL's default), as Tinker's ratio thresholds 1 ± epsilon
 STATE_FILE = "tinker_state.json"
+CONNECT_TIMEOUT_S = 600.0  # session, adapter and first sampler (the hosted service may queue the adapter)
+REQUEST_TIMEOUT_S = 3600.0  # one request's result
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,27 @@ def token_advantages(rows: Sequence[TokenizedCompletion]) -> list[list[float]]:
     return [[weight * row.advantage / completion_tokens for weight in row.mask] for row in rows]
 
 
+def _client_errors() -> tuple[type[BaseException], ...]:
+    """What the client raises for a server that failed: its own errors, a result's ValueError, a deadline."""
+    return _tinker().TinkerError, ValueError, TimeoutError
+
+
+def _failure(error: BaseException, server: str, what: str, timeout_s: float, key_env: str) -> UserError:
+    """One line for a failed call to the server: what failed, the HTTP status or the client's reason, the fix."""
+    status = getattr(error, "status_code", None)
+    if isinstance(error, TimeoutError):
+        reason = f"no result within {timeout_s:g} s (the client retries errors and silence)"
+    elif status is not None:
+        reason = f"HTTP {status}"
+    else:
+        reason = (str(error).splitlines() or [type(error).__name__])[0][:200]
+    if status in (401, 403) or "api_key" in reason:
+        fix = f"check the key in ${key_env} (a Tinker key starts with tml-)"
+    else:
+        fix = "check that the server is up and speaks the Tinker API (cotrain.<role>.base_url), then rerun"
+    return UserError(redact(f"error: the Tinker server {server} failed to {what}: {reason}; fix: {fix}"))
+
+
 def _tinker() -> Any:
     try:
         import tinker
@@ -72,13 +101,23 @@ def _tinker() -> Any:
 class TinkerLearner:
     """One policy (a LoRA adapter) on a Tinker-API server, driven through the official client."""
 
-    def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str) -> None:
+    def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str,
+                 server: str = "", timeout_s: float | None = None, key_env: str = "TINKER_API_KEY") -> None:
         self.training_client = training_client
         self.tokenizer = tokenizer
         self.learning_rate = learning_rate
         self.name = name
+        self.server = server
+        self.key_env = key_env
+        self.timeout_s = REQUEST_TIMEOUT_S if timeout_s is None else timeout_s
         self.version = 0
-        self.sampler = training_client.save_weights_and_get_sampling_client().result()
+        self.sampler = self._wait(training_client.save_weights_and_get_sampling_client(), "publish the weights")
+
+    def _wait(self, future: Any, what: str) -> Any:
+        try:
+            return future.result(timeout=self.timeout_s)
+        except _client_errors() as error:
+            raise _failure(error, self.server, f"{what} for {self.name}", self.timeout_s, self.key_env) from None
 
     def _model_input(self, tokens: list[int]) -> Any:
         return _tinker().types.ModelInput.from_ints(tokens)
@@ -93,7 +132,8 @@ class TinkerLearner:
             num_samples=n, sampling_params=params) for prompt in prompts]
         return [[Completion(prompt, self.tokenizer.decode(sequence.tokens, skip_special_tokens=True),
                             len(sequence.tokens))
-                 for sequence in future.result().sequences] for prompt, future in zip(prompts, futures, strict=True)]
+                 for sequence in self._wait(future, "sample").sequences]
+                for prompt, future in zip(prompts, futures, strict=True)]
 
     def datums(self, rows: Sequence[TokenizedCompletion], old_logprobs: Sequence[Sequence[float]] | None
                ) -> list[Any]:
@@ -116,42 +156,69 @@ class TinkerLearner:
             raise UserError(f"error: the tinker backend scores tokens at temperature 1 but {self.name} samples "
                             f"at {settings.temperature}; fix: set its temperature to 1.0 or use backend local")
         rows = tokenize_batch(self.tokenizer, batch, settings)
-        forward = self.training_client.forward(self.datums(rows, None), loss_fn="cross_entropy").result()
+        forward = self._wait(self.training_client.forward(self.datums(rows, None), loss_fn="cross_entropy"),
+                             "score the batch")
         old_logprobs = [output["logprobs"].tolist() for output in forward.loss_fn_outputs]
-        result = self.training_client.forward_backward(
+        result = self._wait(self.training_client.forward_backward(
             self.datums(rows, old_logprobs), loss_fn=TINKER_LOSS,
             loss_fn_config={"clip_low_threshold": 1 - CLIP_EPSILON, "clip_high_threshold": 1 + CLIP_EPSILON},
-        ).result()
+        ), "compute the gradient")
         return float(result.metrics["loss:sum"])
 
     def optim_step(self) -> None:
         # torch.optim.AdamW's defaults and the local learner's gradient clipping and zero weight decay
         adam = _tinker().types.AdamParams(learning_rate=self.learning_rate, beta1=0.9, beta2=0.999, eps=1e-8,
                                           weight_decay=0.0, grad_clip_norm=1.0)
-        self.training_client.optim_step(adam).result()
+        self._wait(self.training_client.optim_step(adam), "take the optimizer step")
         self.version += 1
 
     def sync_weights(self) -> None:
-        self.sampler = self.training_client.save_weights_and_get_sampling_client().result()
+        self.sampler = self._wait(self.training_client.save_weights_and_get_sampling_client(), "publish the weights")
 
     def save(self, folder: Path) -> None:
         """The server keeps weights and optimizer state; the folder keeps their address and the version. A step
         redone after a kill saves under the same name, replacing the state it lost."""
-        saved = self.training_client.save_state(name=f"{self.name}-{self.version:06d}", overwrite=True).result()
+        saved = self._wait(self.training_client.save_state(name=f"{self.name}-{self.version:06d}", overwrite=True),
+                           "save the state")
         folder.mkdir(parents=True, exist_ok=True)
         write_json(folder / STATE_FILE, {"state_path": saved.path, "version": self.version})
 
     def load(self, folder: Path) -> None:
         state = json.loads((folder / STATE_FILE).read_text())
-        self.training_client.load_state_with_optimizer(state["state_path"]).result()
+        self._wait(self.training_client.load_state_with_optimizer(state["state_path"]), "load the state")
         self.version = state["version"]
         self.sync_weights()
 
 
 def connect(backend: CotrainBackendConfig, policy: TinkerPolicyConfig, learning_rate: float, name: str,
             seed: int) -> TinkerLearner:
-    """A learner for one policy: a fresh LoRA adapter on the policy's server."""
-    service = _tinker().ServiceClient(base_url=policy.base_url, api_key=backend.api_key())
-    training_client = service.create_lora_training_client(base_model=policy.base_model, rank=policy.lora_rank,
-                                                          seed=seed).result()
-    return TinkerLearner(training_client, training_client.get_tokenizer(), learning_rate, name)
+    """A learner for one policy: a fresh LoRA adapter on the policy's server. The client sets up its session
+    synchronously, retrying for minutes, so that runs on a thread that is abandoned after CONNECT_TIMEOUT_S."""
+    tinker = _tinker()
+    key = backend.api_key()
+    remember_secret(key)
+    server = policy.base_url or "(the hosted service)"
+    outcome: dict[str, Any] = {}
+
+    def create() -> None:
+        try:
+            service = tinker.ServiceClient(base_url=policy.base_url, api_key=key)
+            training_client = service.create_lora_training_client(
+                base_model=policy.base_model, rank=policy.lora_rank, seed=seed).result(timeout=CONNECT_TIMEOUT_S)
+            outcome["learner"] = TinkerLearner(training_client, training_client.get_tokenizer(), learning_rate,
+                                               name, server=server, key_env=backend.api_key_env)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=create, name=f"tinker-connect-{name}", daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S)
+    what = f"create the {name}'s LoRA adapter on {policy.base_model}"
+    if thread.is_alive():
+        raise _failure(TimeoutError(), server, what, CONNECT_TIMEOUT_S, backend.api_key_env)
+    error = outcome.get("error")
+    if isinstance(error, _client_errors()):
+        raise _failure(error, server, what, CONNECT_TIMEOUT_S, backend.api_key_env) from None
+    if error is not None:
+        raise error
+    return outcome["learner"]

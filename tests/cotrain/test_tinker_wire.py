@@ -1,0 +1,182 @@
+"""The Tinker backend through the real `tinker` client library over HTTP, against the fake Tinker-API server in
+tests/_tinker_server.py: what connect, a training step, sampling, save and load put on the wire, and how a
+server that rejects the key, fails or hangs ends (one line, in bounded time).
+
+The client's `get_tokenizer` loads the tokenizer named by the server's get_info; the fake server names a folder
+holding the arith world's tokenizer, so nothing is patched and no hub is asked."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tinker")
+
+from _http_serving import running  # noqa: E402
+from _tinker_server import SAMPLE_TEXT, TARGET_LOGPROB, FakeTinker  # noqa: E402
+
+from sws.cotrain import tinker_learner  # noqa: E402
+from sws.cotrain.backend import CotrainBackendConfig, make_learner  # noqa: E402
+from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion  # noqa: E402
+from sws.cotrain.tinker_learner import STATE_FILE, token_advantages, tokenize_batch  # noqa: E402
+from sws.errors import UserError  # noqa: E402
+from sws.worlds.arith.tokenizer import build_tokenizer  # noqa: E402
+
+KEY = "tml-wire-test-secret-0123456789"
+BASE_MODEL = "Qwen/Qwen3-0.6B"
+SETTINGS = SamplingSettings(temperature=1.0, max_new_tokens=8, system_prompt="S: ")
+BATCH = [ScoredCompletion(Completion("3+4=", "7"), 1.5), ScoredCompletion(Completion("12*3=", "36"), -0.5),
+         ScoredCompletion(Completion("9-9=", "0"), 0.0)]
+BOUND_S = 3.0  # the deadlines the failure tests give the learner
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def tokenizer_folder(tokenizer, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tinker-tokenizer")
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def fake(tokenizer, tokenizer_folder, monkeypatch):
+    monkeypatch.setenv("TINKER_TELEMETRY", "0")  # the client would post its telemetry to the server
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TINKER_API_KEY", KEY)
+    sample_tokens = tokenizer(SAMPLE_TEXT, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    server = FakeTinker(tokenizer_folder, sample_tokens, echo_key=True)
+    with running(server):
+        yield server
+        server.stall.clear()
+
+
+def _backend(server: FakeTinker) -> CotrainBackendConfig:
+    policy = {"base_url": server.base_url, "base_model": BASE_MODEL, "lora_rank": 8}
+    return CotrainBackendConfig(backend="tinker", synthesizer=policy, reasoner=policy)
+
+
+def _connect(server: FakeTinker, tmp_path: Path):
+    return make_learner(_backend(server), "synthesizer", tmp_path / "unused", learning_rate=3e-6, seed=7)
+
+
+def test_connect_creates_a_lora_adapter_on_the_base_model_sending_the_key(fake, tmp_path) -> None:
+    learner = _connect(fake, tmp_path)
+    paths = [path.removeprefix("/api/v1/") for path, _ in fake.requests]
+    assert paths[:4] == ["client/config", "client/dynamic_config", "create_session", "create_model"]
+    assert {"get_info", "save_weights_for_sampler"} <= set(paths)
+    (created,) = fake.bodies("create_model")
+    assert (created["base_model"], created["lora_config"]["rank"], created["lora_config"]["seed"]) == (
+        BASE_MODEL, 8, 7)
+    assert created["session_id"] == "session-0"  # the session the client created first
+    assert set(fake.api_keys) == {KEY}  # in the X-API-Key header of every request
+    assert learner.tokenizer("1+1=")["input_ids"] == build_tokenizer()("1+1=")["input_ids"]
+
+
+def test_a_training_step_sends_the_forward_then_the_ppo_datums_then_adam(fake, tokenizer, tmp_path) -> None:
+    learner = _connect(fake, tmp_path)
+    value = learner.forward_backward(BATCH, SETTINGS)
+    learner.optim_step()
+    rows = tokenize_batch(tokenizer, BATCH, SETTINGS)
+    forward, ppo = fake.bodies("forward_backward")
+    assert (forward["loss_fn"], forward["forward_only"], ppo["loss_fn"], ppo["forward_only"]) == (
+        "cross_entropy", True, "ppo", False)
+    assert ppo["loss_fn_config"] == {"clip_low_threshold": pytest.approx(0.8), "clip_high_threshold": pytest.approx(1.2)}
+    for sent, row in zip(forward["data"], rows, strict=True):
+        assert sent["input_tokens"] == row.input_tokens
+        assert sent["loss_fn_inputs"] == {"target_tokens": row.target_tokens, "weights": row.mask}
+    completion_tokens = sum(sum(row.mask) for row in rows)
+    for sent, row, item in zip(ppo["data"], rows, BATCH, strict=True):
+        assert sent["input_tokens"] == row.input_tokens
+        inputs = sent["loss_fn_inputs"]
+        assert inputs["target_tokens"] == row.target_tokens
+        assert inputs["logprobs"] == [TARGET_LOGPROB] * len(row.target_tokens)  # the forward pass's answer
+        prompt, completion = row.mask.count(0.0), row.mask.count(1.0)
+        assert inputs["advantages"] == pytest.approx([0.0] * prompt + [item.advantage / completion_tokens] * completion)
+    assert value == pytest.approx(-sum(sum(a) for a in token_advantages(rows)))  # the server's loss:sum
+    (step,) = fake.bodies("optim_step")
+    assert step["adam_params"] == {"learning_rate": 3e-6, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+                                   "weight_decay": 0.0, "grad_clip_norm": 1.0}
+
+
+def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, tokenizer, tmp_path) -> None:
+    learner = _connect(fake, tmp_path)
+    settings = SamplingSettings(temperature=0.6, max_new_tokens=5, system_prompt="You write tasks. ")
+    completions = learner.sample(["1+1=", "2*3="], 3, settings)
+    sent = fake.bodies("asample")  # the two prompts' requests go out concurrently, in either order
+    assert sorted(chunk["tokens"] for body in sent for chunk in body["prompt"]["chunks"]) == sorted(
+        tokenizer(f"You write tasks. {prompt}", add_special_tokens=False)["input_ids"] for prompt in ("1+1=", "2*3="))
+    for body in sent:
+        params = body["sampling_params"]
+        assert (body["num_samples"], params["temperature"], params["max_tokens"], params["stop"]) == (
+            3, 0.6, 5, [tokenizer.eos_token_id])
+    assert completions == [[Completion("1+1=", SAMPLE_TEXT)] * 3, [Completion("2*3=", SAMPLE_TEXT)] * 3]
+
+
+def test_save_keeps_the_state_path_and_load_asks_for_it_with_the_optimizer(fake, tmp_path) -> None:
+    learner = _connect(fake, tmp_path)
+    learner.forward_backward(BATCH, SETTINGS)
+    learner.optim_step()
+    folder = tmp_path / "synthesizer"
+    learner.save(folder)
+    (saved,) = fake.bodies("save_weights")
+    assert (saved["path"], saved["overwrite"]) == ("synthesizer-000001", True)
+    state_path = "tinker://model-0/weights/synthesizer-000001"
+    assert (folder / STATE_FILE).read_text().count(state_path) == 1
+    learner.version = 9
+    with pytest.warns(FutureWarning, match="load_state"):  # 0.38 deprecates loading into a live client
+        learner.load(folder)
+    (loaded,) = fake.bodies("load_weights")
+    assert (loaded["path"], loaded["optimizer"]) == (state_path, True)
+    assert learner.version == 1
+    assert [path for path, _ in fake.requests][-2] == "/api/v1/save_weights_for_sampler"  # then a fresh sampler
+    assert all(KEY.encode() not in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+
+
+def _one_line_naming_the_server(error: UserError, server: FakeTinker) -> str:
+    message = str(error)
+    assert "\n" not in message and server.base_url in message and "fix:" in message
+    assert KEY not in message
+    return message
+
+
+@pytest.mark.parametrize("failure, reason", [(401, "HTTP 401"), (500, "no result within"),
+                                             ("hang", "no result within")])
+def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, tmp_path, monkeypatch, failure,
+                                                                       reason) -> None:
+    monkeypatch.setattr(tinker_learner, "CONNECT_TIMEOUT_S", BOUND_S)
+    if failure == "hang":
+        fake.stall.set()
+    else:
+        fake.fail_status = failure
+    started = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        _connect(fake, tmp_path)
+    assert time.monotonic() - started < BOUND_S + 2
+    message = _one_line_naming_the_server(caught.value, fake)
+    assert reason in message and ("TINKER_API_KEY" in message) == (failure == 401)
+
+
+@pytest.mark.parametrize("failure", [401, 500, "hang"])
+def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time(fake, tmp_path, failure) -> None:
+    learner = _connect(fake, tmp_path)
+    learner.timeout_s = BOUND_S
+    if failure == "hang":
+        fake.stall.set()
+    else:
+        fake.fail_status = failure
+    started = time.monotonic()
+    with pytest.raises(UserError, match="score the batch for synthesizer") as caught:
+        learner.forward_backward(BATCH, SETTINGS)
+    assert time.monotonic() - started < BOUND_S + 2
+    _one_line_naming_the_server(caught.value, fake)
+
+
+def test_a_key_the_client_refuses_is_named_in_one_line(fake, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TINKER_API_KEY", "not-a-tinker-key")
+    with pytest.raises(UserError, match=r"tml-.*fix:|fix:.*tml-") as caught:
+        _connect(fake, tmp_path)
+    assert "\n" not in str(caught.value)
