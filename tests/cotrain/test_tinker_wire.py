@@ -113,7 +113,9 @@ def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, token
         params = body["sampling_params"]
         assert (body["num_samples"], params["temperature"], params["max_tokens"], params["stop"]) == (
             3, 0.6, 5, [tokenizer.eos_token_id])
-    assert completions == [[Completion("1+1=", SAMPLE_TEXT)] * 3, [Completion("2*3=", SAMPLE_TEXT)] * 3]
+    generated = len(SAMPLE_TEXT) + 1  # the server's tokens: the text's characters and EOS
+    assert completions == [[Completion("1+1=", SAMPLE_TEXT, generated)] * 3,
+                           [Completion("2*3=", SAMPLE_TEXT, generated)] * 3]
 
 
 def test_save_keeps_the_state_path_and_load_asks_for_it_with_the_optimizer(fake, tmp_path) -> None:
