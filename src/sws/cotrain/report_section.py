@@ -47,4 +47,9 @@ def cotraining_section(page: Any) -> Section:
               if arm.name in {row["arm"] for row in rows}}
     figure = line_chart(series, title="Productive tasks (0 < sr < 1) per generated task, per step",
                         xlabel="step", ylabel="productive rate", ylim=(0, 1))
-    return Section(TITLE, page.figure(figure, "cotrain_productive") + html_table(pl.DataFrame(rows)))
+    return Section(TITLE, html_table(pl.DataFrame(rows)) + paragraph(
+        "Productive: a valid task the reasoner solved in some but not all of its rollouts (0 < sr < 1), per task "
+        "the synthesizer generated; the 2nd half is the last half of the steps. sr histogram: the valid tasks of "
+        "the 2nd half by the share of rollouts solved, in quarters. Held-out accuracy: the final reasoner on "
+        "fresh problems of the seed categories, which no arm trained on. One run's numbers; `sws compare` over "
+        "seeds gives the differences with their standard errors.") + page.figure(figure, "cotrain_productive"))

@@ -784,6 +784,10 @@ SECTIONS: tuple[Callable[[Page], Section], ...] = (
     arms_section, gain_section, contamination_section, teachability_section, rounds_section,
     cotraining.cotraining_section, environment_section, timings_section,
 )
+# A co-training pipeline (`cotrain.only`) trains none of the SwS arms: its answer is the co-training section.
+COTRAINING_SECTIONS: tuple[Callable[[Page], Section], ...] = (
+    cotraining.cotraining_section, overview_section, environment_section, timings_section,
+)
 
 
 # Every table a section shows, each read when present.
@@ -813,7 +817,8 @@ def report_file(cfg: PipelineConfig, run: RunDir, options: dict) -> list[Path]:
 def report(context: StageContext) -> StageOutput:
     """report.html, and the plots it embeds under plots/report/."""
     page = Page(context)
-    html_page = render_page(f"sws report: {context.run.root.name}", [build(page) for build in SECTIONS])
+    sections = COTRAINING_SECTIONS if context.cfg.cotrain.only else SECTIONS
+    html_page = render_page(f"sws report: {context.run.root.name}", [build(page) for build in sections])
     ui.info(f"report: {context.run.report}")
     return StageOutput(files={context.run.report: lambda path: path.write_text(html_page), **page.plots},
                        info={"path": str(context.run.report)})
