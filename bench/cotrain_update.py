@@ -21,7 +21,6 @@ from sws.cotrain.session import ArmRun, run_arm
 from sws.stages.cotrain import step_settings
 from sws.world import get_world
 from sws.worlds.arith.families import CATEGORIES
-from sws.worlds.arith.synthesizer import bootstrap_synthesizer
 
 STEPS = 20
 PHASES = ("seconds_generate", "seconds_verify", "seconds_solve", "seconds_update")
@@ -31,10 +30,11 @@ PRESET = Path(__file__).resolve().parents[1] / "src" / "sws" / "pipelines" / "co
 def step_seconds(arm_name: str, cfg: PipelineConfig, folder: Path) -> list[float]:
     arm = next(each for each in COTRAIN_ARMS if each.name == arm_name)
     section = cfg.cotrain
-    run = ArmRun(folder / arm_name, bootstrap_synthesizer(section.synthesizer_bootstrap_steps, cfg.seed),
-                 get_world("arith").built_policy(cfg).build(), STEPS, cfg.seed, step_settings(arm, section),
+    world = get_world("arith")
+    run = ArmRun(folder / arm_name, world.synthesizer(cfg).build(), world.built_policy(cfg).build(), STEPS,
+                 cfg.seed, step_settings(arm, section),
                  CATEGORIES, section.synthesizer_learning_rate, section.reasoner_learning_rate, (), 1)
-    metrics = run_arm(run, get_world("arith").verifier).metrics
+    metrics = run_arm(run, world).metrics
     return [sum(row[phase] for phase in PHASES) for row in metrics[1:]]  # the first step warms up
 
 

@@ -5,7 +5,13 @@ import pytest
 import torch
 from trl import GRPOConfig, GRPOTrainer
 
-from sws.cotrain.grpo import clipped_surrogate_loss, completion_logps, group_advantages, trim_whole_groups
+from sws.cotrain.grpo import (
+    clipped_surrogate_loss,
+    completion_logps,
+    group_advantages,
+    shared_prompt_completion_logps,
+    trim_whole_groups,
+)
 from sws.worlds.arith.policy import policy_config
 from sws.worlds.arith.tokenizer import build_tokenizer
 
@@ -103,3 +109,27 @@ def test_trimming_keeps_whole_groups():
     for group in set(kept_ids):
         assert kept_ids.count(group) == ids.count(group)
     assert trim_whole_groups([1, 1, 2, 2], 2) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_a_shared_prompt_run_once_gives_the_same_loss_and_gradient_as_every_row_in_full(temperature):
+    _, _, completion_ids, completion_mask, old_logps, advantages = _fixed_batch()
+    prompt = torch.randint(3, 200, (1, 30), generator=torch.Generator().manual_seed(2))
+    rows = completion_ids.shape[0]
+    results = []
+    for shared in (False, True):
+        model = _tiny_model()
+        model.train()
+        if shared:
+            logps = shared_prompt_completion_logps(model, prompt, completion_ids, completion_mask, temperature)
+        else:
+            logps = completion_logps(model, torch.cat([prompt.expand(rows, -1), completion_ids], 1),
+                                     torch.cat([torch.ones(rows, 30, dtype=torch.long), completion_mask], 1),
+                                     completion_ids.shape[1], temperature)
+        loss = clipped_surrogate_loss(logps, old_logps, advantages, completion_mask)
+        loss.backward()
+        results.append((logps[completion_mask.bool()].detach(), loss.detach(), _gradient(model)))
+    (full_logps, full_loss, full_gradient), (logps, loss, gradient) = results
+    assert torch.allclose(logps, full_logps, atol=1e-5)
+    assert torch.allclose(loss, full_loss, atol=1e-6)
+    assert torch.allclose(gradient, full_gradient, atol=1e-6, rtol=1e-4)

@@ -62,3 +62,19 @@ def completion_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_
     logits = logits[:, -completion_length - 1:-1, :] / temperature
     targets = input_ids[:, -completion_length:]
     return torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def shared_prompt_completion_logps(model: torch.nn.Module, prompt_ids: torch.Tensor, completion_ids: torch.Tensor,
+                                   completion_mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """`completion_logps` for a batch whose rows share one prompt (the synthesizer's cards all answer the step's
+    context): the prompt runs once, and its keys and values serve every row, so a long context costs one row's
+    forward and backward instead of B. `prompt_ids` is (1, P), unpadded; completions are right-padded."""
+    rows = completion_ids.shape[0]
+    prompt = model(input_ids=prompt_ids, use_cache=True)
+    cache = prompt.past_key_values
+    cache.batch_repeat_interleave(rows)
+    attention_mask = torch.cat([torch.ones(rows, prompt_ids.shape[1], dtype=completion_mask.dtype), completion_mask], 1)
+    continued = model(input_ids=completion_ids, attention_mask=attention_mask, past_key_values=cache).logits
+    # The prompt's last position predicts each completion's first token; completion position t predicts t + 1.
+    logits = torch.cat([prompt.logits[:, -1:].expand(rows, 1, -1), continued[:, :-1]], 1) / temperature
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)

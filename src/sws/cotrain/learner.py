@@ -15,7 +15,7 @@ from typing import Protocol
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sws.cotrain.grpo import clipped_surrogate_loss, completion_logps
+from sws.cotrain.grpo import clipped_surrogate_loss, completion_logps, shared_prompt_completion_logps
 
 OPTIMIZER_FILE = "optimizer.pt"
 
@@ -117,9 +117,13 @@ class TorchLearner:
             return 0.0
         self.model.train()
         prompt_ids, prompt_mask, completion_ids, completion_mask = self.encode_batch(batch, settings)
-        logps = completion_logps(self.model, torch.cat([prompt_ids, completion_ids], 1),
-                                 torch.cat([prompt_mask, completion_mask], 1), completion_ids.shape[1],
-                                 settings.temperature)
+        if len({item.completion.prompt for item in batch}) == 1:
+            logps = shared_prompt_completion_logps(self.model, prompt_ids[:1, prompt_mask[0].bool()], completion_ids,
+                                                   completion_mask, settings.temperature)
+        else:
+            logps = completion_logps(self.model, torch.cat([prompt_ids, completion_ids], 1),
+                                     torch.cat([prompt_mask, completion_mask], 1), completion_ids.shape[1],
+                                     settings.temperature)
         advantages = torch.tensor([item.advantage for item in batch], dtype=logps.dtype)
         # one optimisation pass per batch of samples: the old policy is the current one (TRL's num_iterations=1)
         loss = clipped_surrogate_loss(logps, logps.detach(), advantages, completion_mask)
