@@ -133,8 +133,7 @@ class OracleEngine(Engine):
             run_on = self._rng(request, sample_index, "run_on_text") if self._fails("run_on", request, sample_index) else None
             return teacher.generate_text(
                 self._field(request, "category"), list(concepts), self._field(request, "level"), self.rates, rng,
-                run_on, int(request.fields.get("instance", 0)),
-                (request.fields["direction"], request.fields["source_problem"]) if "direction" in request.fields
+                run_on, (request.fields["direction"], request.fields["source_problem"]) if "direction" in request.fields
                 else None,
             )
         if task == "rate":
