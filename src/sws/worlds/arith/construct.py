@@ -75,9 +75,8 @@ def _subtraction(rng: random.Random, level: str, digits: tuple[int, ...]) -> Nod
 
 
 def _multiplication(rng: random.Random, level: str, digits: tuple[int, ...]) -> Node:
-    a, b = _operand(rng, digits), rng.choice((rng.randint(2, 9), _number(rng, 1), _number(rng, 2)))
-    if a >= 100:
-        b = rng.randint(2, 9)
+    a = _operand(rng, digits)
+    b = _number(rng, 2) if a < 100 and rng.random() < 0.3 else rng.randint(1, 9)
     return BinOp("*", *map(Num, (a, b) if rng.random() < 0.5 else (b, a)))
 
 
