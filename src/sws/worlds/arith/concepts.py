@@ -1,4 +1,8 @@
-"""The concept tags of the arith world, shared by families, the truth oracle and the oracle teacher."""
+"""The concept tags of the arith world, shared by families, the truth oracle and the oracle teacher.
+
+The first block is what the families were designed on (`truth.family_of` names a family by some of them); the
+structural concepts below it refine what a problem shows and name no family.
+"""
 
 ADDITION = "addition"
 CARRYING = "addition with carrying"
@@ -24,3 +28,35 @@ ONE_DIGIT = "one-digit numbers"
 TWO_DIGIT = "two-digit numbers"
 THREE_DIGIT = "three-digit numbers"
 PLACE_VALUE = "place value"
+
+# Structural concepts: how an expression's columns, digits and operation order play out.
+CARRY_INTO_TENS = "carrying into the tens"
+CARRY_INTO_HUNDREDS = "carrying into the hundreds"
+REPEATED_CARRY = "more than one carry"
+MAKING_TEN = "making a ten"
+BORROW_FROM_TENS = "borrowing from the tens"
+BORROW_FROM_HUNDREDS = "borrowing from the hundreds"
+BORROW_ACROSS_ZERO = "borrowing across a zero"
+REPEATED_BORROW = "more than one borrow"
+FROM_ROUND_NUMBER = "subtracting from a round number"
+CROSSING_HUNDRED = "crossing a hundred"
+SMALLER_FIRST = "smaller number first"
+ZERO_DIGIT = "multiplying with a zero digit"
+PRODUCT_CARRY = "multiplication with carrying"
+SQUARE = "squaring a number"
+PRODUCT_OVER_HUNDRED = "a product over a hundred"
+DIVIDEND_SMALLER = "dividend smaller than the divisor"
+LARGEST_REMAINDER = "remainder one less than the divisor"
+REMAINDER_ONE = "remainder of one"
+TWO_DIGIT_DIVISOR = "dividing by a two-digit number"
+PARITY = "even and odd numbers"
+PRECEDENCE_TRAP = "precedence trap"
+PARENTHESES_MATTER = "parentheses that change the result"
+SUBTRACTION_IN_PARENTHESES = "subtraction inside parentheses"
+SUBTRACTING_PRODUCT = "subtracting a product"
+TWO_PRODUCTS = "adding or subtracting two products"
+SUBTRACTIONS_IN_A_ROW = "two subtractions in a row"
+
+# Every concept above: what an extractor's wrong concept is drawn from and what a generator can build on.
+VOCABULARY = tuple(sorted(value for name, value in dict(globals()).items()
+                          if name.isupper() and isinstance(value, str)))

@@ -138,6 +138,31 @@ def render(node: Node) -> str:
     return f"({text})" if node.parenthesized else text
 
 
+def evaluate_left_to_right(node: Node) -> int:
+    """The value a solver gets who works through + - * strictly from left to right, inside parentheses too
+    (3+4*5 → 35): what an expression's precedence can trap a solver into."""
+    terms: list[Node] = []
+    ops: list[str] = []
+
+    def flatten(part: Node) -> None:
+        if isinstance(part, BinOp) and part.op != "mod" and not part.parenthesized:
+            flatten(part.left)
+            ops.append(part.op)
+            flatten(part.right)
+        else:
+            terms.append(part)
+
+    if isinstance(node, BinOp) and node.op == "mod":
+        return evaluate_left_to_right(node.left) % evaluate(node.right)
+    flatten(node)
+    values = [evaluate_left_to_right(BinOp(t.op, t.left, t.right)) if isinstance(t, BinOp) else evaluate(t)
+              for t in terms]
+    total = values[0]
+    for op, value in zip(ops, values[1:], strict=True):
+        total = evaluate(BinOp(op, Num(total), Num(value)))
+    return total
+
+
 def operations(node: Node) -> list[BinOp]:
     """Every operation of the expression, innermost first (the order a person evaluates them)."""
     if not isinstance(node, BinOp):
@@ -153,19 +178,34 @@ def numbers(node: Node) -> list[int]:
     return []
 
 
+def carry_columns(a: int, b: int) -> list[int]:
+    """The columns (0: units) out of which column addition of a + b (a, b >= 0) carries."""
+    columns, carry, column = [], 0, 0
+    while a or b or carry:
+        carry = int(a % 10 + b % 10 + carry >= 10)
+        if carry:
+            columns.append(column)
+        a, b, column = a // 10, b // 10, column + 1
+    return columns
+
+
+def borrow_columns(a: int, b: int) -> list[tuple[int, bool]]:
+    """Each column (0: units) that borrows in column subtraction of a - b (a >= b >= 0), with whether the digit
+    it borrows from is a zero that must borrow in turn (403-158 borrows across the tens' zero)."""
+    columns, borrow, column = [], 0, 0
+    while b or (borrow and a):
+        borrow = int(a % 10 - borrow < b % 10)
+        if borrow:
+            columns.append((column, (a // 10) % 10 == 0 and a >= 100))
+        a, b, column = a // 10, b // 10, column + 1
+    return columns
+
+
 def has_carry(a: int, b: int) -> bool:
     """Whether column addition of a + b carries in some column."""
-    while a and b:
-        if a % 10 + b % 10 >= 10:
-            return True
-        a, b = a // 10, b // 10
-    return False
+    return bool(carry_columns(a, b))
 
 
 def has_borrow(a: int, b: int) -> bool:
     """Whether column subtraction of a - b (a >= b) borrows in some column."""
-    while b:
-        if a % 10 < b % 10:
-            return True
-        a, b = a // 10, b // 10
-    return False
+    return bool(borrow_columns(a, b))

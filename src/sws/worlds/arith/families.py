@@ -2,7 +2,8 @@
 
 A family is a recipe for expressions with a shape and features (digit counts, carries, borrows, parentheses);
 each problem's concepts are derived from its expression by `truth.concepts_of`, and a family's `concepts` are
-the tags every problem it makes is guaranteed to carry (the oracle generator picks families by them).
+the tags every problem it makes is guaranteed to carry (the oracle's easier / harder problems pick families by
+them; its other problems are built by `construct`).
 Problem text is short canonical English the tiny policy reads: `Compute 47+85.`, `Compute 47 mod 5.`.
 """
 

@@ -6,8 +6,9 @@ produce, so the pipeline's prompt rendering and output parsing are exercised for
 
 - `extract` {problem, k}: at most k concepts the problem's structure shows, never padded with its category's
   other concepts (JSON, numbered or bulleted, sometimes a preamble);
-- `generate` {category, concepts, level, instance, [direction, source_problem]}: some planning, then the
-  problem under a `### Problem` line (instance k >= 1: another variant of the same request; direction
+- `generate` {category, concepts, level, instance, [direction, source_problem]}: some planning, then a
+  problem built to show the requested concepts under a `### Problem` line, or a refusal without one when no
+  problem of the category shows them (instance k >= 1: another variant of the same request; direction
   easier / harder: a problem easier or harder than the source problem, on its concepts);
 - `rate` {problem}: a short assessment ending in `Verdict: perfect|acceptable|bad`;
 - `label` / `answer` {problem}: step-by-step work ending in `\\boxed{answer}`;
@@ -133,8 +134,7 @@ class OracleEngine(Engine):
             run_on = self._rng(request, sample_index, "run_on_text") if self._fails("run_on", request, sample_index) else None
             return teacher.generate_text(
                 self._field(request, "category"), list(concepts), self._field(request, "level"), self.rates, rng,
-                run_on, int(request.fields.get("instance", 0)),
-                (request.fields["direction"], request.fields["source_problem"]) if "direction" in request.fields
+                run_on, (request.fields["direction"], request.fields["source_problem"]) if "direction" in request.fields
                 else None,
             )
         if task == "rate":

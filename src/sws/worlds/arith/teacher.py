@@ -15,6 +15,8 @@ import json
 import random
 import re
 
+from sws.worlds.arith.concepts import VOCABULARY
+from sws.worlds.arith.construct import construct, normalized
 from sws.worlds.arith.defects import inject_defect, near_miss
 from sws.worlds.arith.expressions import Node, Num, evaluate, render
 from sws.worlds.arith.families import (
@@ -25,6 +27,7 @@ from sws.worlds.arith.families import (
     Family,
     category_concepts,
     families_of,
+    problem_text,
     sample_problem,
 )
 from sws.worlds.arith.truth import DEFECT_KINDS, find_expression, solve
@@ -42,15 +45,10 @@ _DEFECT_REASONS = {
 # ---------------------------------------------------------------- extract
 
 
-def concept_vocabulary() -> list[str]:
-    """Every concept a family of the arith world shows: what a wrong concept is drawn from."""
-    return sorted({concept for family in FAMILIES for concept in family.concepts})
-
-
 def noisy_concepts(concepts: list[str], concept_error: float, rng: random.Random) -> list[str]:
     """`concepts` with each one, at rate `concept_error`, dropped or (as often) swapped for a concept of the
-    vocabulary the problem does not show; never an empty list (a lone dropped concept is swapped instead)."""
-    wrong = [concept for concept in concept_vocabulary() if concept not in concepts]
+    world's vocabulary the problem does not show; never an empty list (a lone dropped concept is swapped instead)."""
+    wrong = [concept for concept in VOCABULARY if concept not in concepts]
     listed: list[str] = []
     for concept in concepts:
         if rng.random() >= concept_error:
@@ -86,18 +84,16 @@ def extract_text(problem: str, k: int, rng: random.Random, concept_error: float 
 # ---------------------------------------------------------------- generate
 
 
-def choose_family(category: str, concepts: list[str], level: str, rng: random.Random, instance: int = 0) -> Family:
-    """The family of `category` covering most of the requested concepts; the requested level breaks ties.
-    Variants of one request (`instance` 0, 1, ...) take the equally good families in turn."""
+def choose_family(category: str, concepts: list[str], level: str, rng: random.Random) -> Family:
+    """The family of `category` covering most of the requested concepts; the requested level breaks ties."""
     candidates = families_of(category) if category in CATEGORIES else list(FAMILIES)
-    wanted = {" ".join(concept.lower().split()) for concept in concepts}
+    wanted = {normalized(concept) for concept in concepts}
 
     def score(family: Family) -> float:
         return len(wanted & set(family.concepts)) + 0.5 * (family.level == level)
 
     best_score = max(score(family) for family in candidates)
-    best = [family for family in candidates if score(family) == best_score]
-    return best[(rng.randrange(len(best)) + instance) % len(best)]
+    return rng.choice([family for family in candidates if score(family) == best_score])
 
 
 # Draws of the source's family among which an adapted problem with smaller (larger) numbers is chosen.
@@ -120,7 +116,8 @@ def adapted_problem(
 ) -> tuple[Family, ArithProblem]:
     """An easier (harder) problem on the concepts of `source_problem`, as a teacher asked for one writes it: a
     family of the next lower (higher) level that keeps the source's most specific concept (the one the fewest
-    families of the category carry) when there is one, else the source's family with smaller (larger) numbers."""
+    families of the category carry) when there is one, else the source's family (failing that, the family
+    covering most requested concepts) with smaller (larger) numbers."""
     carried = set(solve(source_problem).concepts) & set(category_concepts(category))
     source = source_family(category, carried, level) or choose_family(category, concepts, level, rng)
     holders = {concept: sum(concept in family.concepts for family in families_of(category)) for concept in carried}
@@ -139,18 +136,31 @@ def adapted_problem(
 
 def generate_text(
     category: str, concepts: list[str], level: str, rates: dict[str, float], rng: random.Random,
-    run_on: random.Random | None = None, instance: int = 0, adapt: tuple[str, str] | None = None,
+    run_on: random.Random | None = None, adapt: tuple[str, str] | None = None,
 ) -> str:
     """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates.
-    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`). Variant `instance`
-    of a request draws its numbers from a stream of its own (`rng` is keyed by it) and takes the next equally
-    good family, as a model asked for another variant writes another problem. `adapt` (direction, source
-    problem) asks for an easier or harder problem than the source (`adapted_problem`)."""
+    The problem is built to show every requested concept the vocabulary knows (`construct`); the plan names
+    the unknown ones it ignores, and a set no problem of the category shows gets a refusal without a problem.
+    With a `run_on` random stream, a worked solution follows the problem (`run_on_text`). Each variant of a
+    request (its `instance` field) draws from a stream of its own (the engine keys `rng` by the fields), as a
+    model asked for another variant writes another problem. `adapt` (direction, source problem) asks for an
+    easier or harder problem than the source (`adapted_problem`)."""
+    topic = category.replace("_", " ")
+    plan = f"I need a {level} {topic} problem built on: {', '.join(concepts) or 'basic arithmetic'}.\n"
     if adapt is None:
-        family = choose_family(category, concepts, level, rng, instance)
-        problem = sample_problem(family, rng)
+        built = construct(category, concepts, level, rng)
+        if built.ignored:
+            plan += f"I leave out {', '.join(built.ignored)}: no concept of arithmetic I know.\n"
+        if built.expression is None:
+            return plan + f"\nI cannot build such a problem: {built.refusal}.\n"
+        text = problem_text(built.expression)
+        truth = solve(text)
+        problem = ArithProblem(text, truth.answer, category, "constructed", level, truth.concepts)
+        wanted = {normalized(concept) for concept in concepts}
+        used = [concept for concept in truth.concepts if concept in wanted]
     else:
         family, problem = adapted_problem(category, concepts, level, *adapt, rng)
+        used = list(family.concepts)
     text = problem.problem
     roll, threshold = rng.random(), 0.0
     for kind in DEFECT_KINDS:
@@ -158,10 +168,7 @@ def generate_text(
         if roll < threshold:
             text = inject_defect(kind, problem, rng)
             break
-    plan = (
-        f"I need a {level} {category.replace('_', ' ')} problem built on: {', '.join(concepts) or 'basic arithmetic'}.\n"
-        f"I will use {', '.join(family.concepts)}, with numbers chosen to keep the answer a single integer.\n"
-    )
+    plan += f"I will use {', '.join(used) or topic}, with numbers chosen to keep the answer a single integer.\n"
     header = rng.choices(["### Problem\n{}", "**Problem:** {}", "### Problem\n```\n{}\n```"], [0.85, 0.1, 0.05])[0]
     solution = run_on_text(text, run_on) if run_on is not None else ""
     return plan + "\n" + header.format(text) + "\n" + solution

@@ -15,10 +15,12 @@ from sws.worlds.arith.expressions import (
     BinOp,
     ExpressionError,
     Node,
+    Num,
     Undetermined,
+    borrow_columns,
+    carry_columns,
     evaluate,
-    has_borrow,
-    has_carry,
+    evaluate_left_to_right,
     numbers,
     operations,
     parse,
@@ -91,6 +93,7 @@ def concepts_of(expression: Node, category: str) -> list[str]:
         (any(v >= 100 for v in values), c.THREE_DIGIT),
         (category in ("addition", "subtraction", "multiplication") and any(v >= 10 for v in values),
          c.PLACE_VALUE),
+        *_order_concepts(expression, ops),
     ]
     for applies, tag in extra:
         if applies:
@@ -98,24 +101,88 @@ def concepts_of(expression: Node, category: str) -> list[str]:
     return list(tags)
 
 
+def _order_concepts(expression: Node, ops: list[BinOp]) -> list[tuple[bool, str]]:
+    """Concepts of how the operations are ordered and grouped."""
+    flat = parse(render(expression).replace("(", "").replace(")", ""))
+    value = evaluate(expression)
+
+    def is_product(node: Node) -> bool:
+        return isinstance(node, BinOp) and node.op == "*" and not node.parenthesized
+
+    return [
+        (any(op.op == "*" for op in ops) and evaluate_left_to_right(expression) != value, c.PRECEDENCE_TRAP),
+        (any(op.parenthesized for op in ops) and evaluate(flat) != value, c.PARENTHESES_MATTER),
+        (any(op.parenthesized and op.op == "-" for op in ops), c.SUBTRACTION_IN_PARENTHESES),
+        (any(op.op == "-" and is_product(op.right) for op in ops), c.SUBTRACTING_PRODUCT),
+        (any(op.op in "+-" and is_product(op.left) and is_product(op.right) for op in ops), c.TWO_PRODUCTS),
+        (any(op.op == "-" and isinstance(op.left, BinOp) and op.left.op == "-" and not op.left.parenthesized
+             for op in ops), c.SUBTRACTIONS_IN_A_ROW),
+    ]
+
+
 def _operation_concepts(op: BinOp) -> list[str]:
     left, right = evaluate(op.left), evaluate(op.right)
+    value = evaluate(op)
+    numbers_first = isinstance(op.left, Num) and isinstance(op.right, Num) and left < right
     if op.op == "+":
-        return [c.ADDITION] + ([c.CARRYING] if left >= 0 and right >= 0 and has_carry(left, right) else [])
+        if left < 0 or right < 0:
+            return [c.ADDITION]
+        carries = carry_columns(left, right)
+        return [c.ADDITION] + _flagged([
+            (bool(carries), c.CARRYING), (0 in carries, c.CARRY_INTO_TENS), (1 in carries, c.CARRY_INTO_HUNDREDS),
+            (len(carries) >= 2, c.REPEATED_CARRY), (left % 10 + right % 10 == 10, c.MAKING_TEN),
+            (value >= 100 and value // 100 > max(left, right) // 100, c.CROSSING_HUNDRED),
+            (numbers_first, c.SMALLER_FIRST),
+        ])
     if op.op == "-":
-        return [c.SUBTRACTION] + ([c.BORROWING] if left >= right >= 0 and has_borrow(left, right) else [])
+        if not left >= right >= 0:
+            return [c.SUBTRACTION]
+        borrows = borrow_columns(left, right)
+        return [c.SUBTRACTION] + _flagged([
+            (bool(borrows), c.BORROWING), ((0, False) in borrows or (0, True) in borrows, c.BORROW_FROM_TENS),
+            (any(column == 1 for column, _ in borrows), c.BORROW_FROM_HUNDREDS),
+            (any(across for _, across in borrows), c.BORROW_ACROSS_ZERO), (len(borrows) >= 2, c.REPEATED_BORROW),
+            (left >= 10 and left % 10 == 0 and right % 10 != 0, c.FROM_ROUND_NUMBER),
+            (left >= 100 and left // 100 > value // 100, c.CROSSING_HUNDRED),
+        ])
     if op.op == "*":
         small = (abs(left) < 10) + (abs(right) < 10)
         tags = [c.MULTIPLICATION, {2: c.TIMES_TABLE, 1: c.BY_ONE_DIGIT, 0: c.MULTI_DIGIT_PRODUCT}[small]]
-        return tags + ([c.MULTIPLES_OF_TEN] if any(v and v % 10 == 0 for v in (left, right)) else [])
+        return tags + _flagged([
+            (any(v and v % 10 == 0 for v in (left, right)), c.MULTIPLES_OF_TEN),
+            (any(v >= 10 and "0" in str(v) for v in (left, right)), c.ZERO_DIGIT),
+            (_product_carries(abs(left), abs(right)), c.PRODUCT_CARRY), (left == right, c.SQUARE),
+            (abs(value) >= 100, c.PRODUCT_OVER_HUNDRED), (numbers_first, c.SMALLER_FIRST),
+        ])
+    remainder = left % right
     tags = [c.DIVISION, c.REMAINDER]
-    if left % right == 0:
+    if remainder == 0:
         tags.append(c.DIVISIBILITY)
     if left >= 100:
         tags.append(c.LONG_DIVISION)
     elif right < 10:
         tags.append(c.TIMES_TABLE)
-    return tags
+    return tags + _flagged([
+        (left < right, c.DIVIDEND_SMALLER), (right > 2 and remainder == right - 1, c.LARGEST_REMAINDER),
+        (right > 2 and remainder == 1, c.REMAINDER_ONE), (right >= 10, c.TWO_DIGIT_DIVISOR), (right == 2, c.PARITY),
+    ])
+
+
+def _flagged(pairs: list[tuple[bool, str]]) -> list[str]:
+    return [tag for applies, tag in pairs if applies]
+
+
+def _product_carries(a: int, b: int) -> bool:
+    """Whether some digit of the shorter factor times the longer one carries into a further column (13*4)."""
+    longer, shorter = max(a, b), min(a, b)
+    for digit in str(shorter):
+        carry, rest = 0, longer
+        while rest >= 10:
+            carry = (rest % 10 * int(digit) + carry) // 10
+            if carry:
+                return True
+            rest //= 10
+    return False
 
 
 def _truth_of_expression(text: str, kind: str = "ok") -> ProblemTruth:
@@ -131,10 +198,11 @@ def _truth_of_expression(text: str, kind: str = "ok") -> ProblemTruth:
     return ProblemTruth(kind, str(value), category, concepts_of(expression, category))
 
 
-# Concepts that say what a category is or how large its numbers are, not which skill a problem of it needs.
-_NOT_A_FAMILY = frozenset({c.ADDITION, c.SUBTRACTION, c.MULTIPLICATION, c.DIVISION, c.REMAINDER,
-                           c.ORDER_OF_OPERATIONS, c.MULTI_STEP, c.MIXED_OPERATIONS, c.ONE_DIGIT, c.TWO_DIGIT,
-                           c.THREE_DIGIT, c.PLACE_VALUE})
+# The skills a family is named by: the structural concepts refine problems within a family and name none, so
+# that results keyed by family stay comparable.
+_FAMILY_SKILLS = frozenset({c.CARRYING, c.THREE_ADDENDS, c.BORROWING, c.TIMES_TABLE, c.BY_ONE_DIGIT,
+                            c.MULTI_DIGIT_PRODUCT, c.MULTIPLES_OF_TEN, c.DIVISIBILITY, c.LONG_DIVISION,
+                            c.PARENTHESES, c.LEFT_TO_RIGHT, c.RUNNING_TOTAL})
 
 
 def family_of(text: str) -> str | None:
@@ -144,7 +212,7 @@ def family_of(text: str) -> str | None:
     if expression is None:
         return None
     category = category_of(expression)
-    skills = [tag for tag in concepts_of(expression, category) if tag not in _NOT_A_FAMILY]
+    skills = [tag for tag in concepts_of(expression, category) if tag in _FAMILY_SKILLS]
     return f"{category}: {', '.join(sorted(skills)) or 'plain'}"
 
 
