@@ -8,6 +8,7 @@ never cached) with one line naming the server and the limit.
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import time
@@ -43,10 +44,7 @@ def read_bounded(reply: AbstractContextManager[Any], base_url: str, started: flo
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > max_bytes:
-                raise UserError(
-                    f"the server at {base_url} sent a reply over {max_bytes} bytes for its max_tokens "
-                    f"(the bound is {_BYTES_PER_TOKEN} bytes a token plus {_OVERHEAD_BYTES // 1024} KiB); abandoned, not cached: the server ignores "
-                    "max_tokens, fix or replace it")
+                raise _too_big(base_url, max_bytes)
             if time.monotonic() - started > deadline_s:
                 raise _past_deadline(base_url, deadline_s)
             chunks.append(chunk)
@@ -89,6 +87,29 @@ def _opened_by_deadline(reply: AbstractContextManager[Any], base_url: str, start
     if not ok:
         raise value
     return value
+
+
+def bounded_session(base_url: str, deadline_s: float, max_bytes: int) -> Any:
+    """An aiohttp session for Ray's HTTP processor (`ray.data.llm`) under the same limits: a request's total time
+    (a timeout, which that processor retries) and the size of the reply it parses."""
+    import aiohttp
+
+    class BoundedResponse(aiohttp.ClientResponse):
+        async def json(self, **_: Any) -> Any:
+            body = bytearray()
+            async for chunk in self.content.iter_any():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise _too_big(base_url, max_bytes)
+            return json.loads(body)
+
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=deadline_s), response_class=BoundedResponse)
+
+
+def _too_big(base_url: str, max_bytes: int) -> UserError:
+    return UserError(f"the server at {base_url} sent a reply over {max_bytes} bytes for its max_tokens (the bound "
+                     f"is {_BYTES_PER_TOKEN} bytes a token plus {_OVERHEAD_BYTES // 1024} KiB); abandoned, not "
+                     "cached: the server ignores max_tokens, fix or replace it")
 
 
 def _past_deadline(base_url: str, deadline_s: float) -> UserError:
