@@ -2,7 +2,8 @@
 scripted failures, stalls, a finish reason, a mode that ignores `n` like llama.cpp's server, an optional
 writer of the answers' text, and hostile modes: a fixed raw body for GETs or POSTs (an HTML page, text that is
 not JSON), an edit of each completion body (no choices, too many, negative usage, lone surrogates), a drip (the
-reply one byte at a time, for a bounded time) and a flood (a completion text of a given size)."""
+reply, or its status line and headers too, one byte at a time, for a bounded time) and a flood (a completion text
+of a given size)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class FakeServer(ThreadingHTTPServer):
         self.raw_post: tuple[str, bytes] | None = None
         self.mangle: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # edits each completion body
         self.drip_s = 0.0  # > 0: send each POST reply one byte per drip_s, giving up after DRIP_LIMIT_S
+        self.drip_headers = False  # with drip_s: the status line and headers drip too
         self.flood_bytes = 0  # > 0: each completion's text is this many bytes, whatever max_tokens says
         self.echo_authorization = False  # repeat the Authorization header in every completion and error
         self.lock = threading.Lock()
@@ -101,11 +103,12 @@ class FakeHandler(BaseHTTPRequestHandler):
 
     def _drip(self, data: bytes, every_s: float) -> None:
         given_up = time.monotonic() + DRIP_LIMIT_S
+        head = f"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+        if self.server.drip_headers:
+            data = head + data
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
+            if not self.server.drip_headers:
+                self.wfile.write(head)
             for position in range(len(data)):
                 if time.monotonic() > given_up:
                     return

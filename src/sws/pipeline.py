@@ -21,7 +21,8 @@ from rich.table import Table
 
 from sws import answer, arms, preflight, runner, ui
 from sws.config import PipelineConfig, save_run_config, with_overrides
-from sws.run_dir import RunDir
+from sws.errors import UserError
+from sws.run_dir import RunDir, in_round
 from sws.stage import Stage, get_stage, run_stages, synthesis_steps
 from sws.stages import eval as eval_stage
 from sws.stages import rounds
@@ -78,6 +79,7 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
     cfg = with_seed_input(cfg, run_dir)
     started = time.perf_counter()
     n_rounds = cfg.rounds.n
+    rebuild_damaged_ledger(cfg, run_dir)
     run_steps(cfg, run_dir, pipeline_steps(cfg), force, "round 1: " if n_rounds > 1 else "")
     if rounds.records_rounds(cfg):
         later = rounds.later_round_config(cfg)
@@ -92,6 +94,33 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
             record_round(cfg, later, run_dir, number, force)
         runner.run(get_stage("report"), cfg, run_dir, force)
     ui.info(f"pipeline finished in {time.perf_counter() - started:.0f} s")
+
+
+def rebuild_damaged_ledger(cfg: PipelineConfig, run_dir: Path) -> None:
+    """A damaged `ledger.parquet` or `rounds_summary.parquet` (derived data) written again from the tables of the
+    rounds that have a weakness table, before a step reads it; one line when that is impossible, nothing written."""
+    run = RunDir(run_dir)
+    damaged = next((run.table(name) for name in rounds.LEDGER.writes
+                    if run.table(name).exists() and not readable(run, name)), None)
+    if damaged is None:
+        return
+    covered = 0
+    while covered < cfg.rounds.n and run.table(in_round(covered + 1, "weakness")).exists():
+        covered += 1
+    try:
+        runner.context(rounds.LEDGER, cfg, run_dir, rounds=covered)  # reads them all before anything is written
+    except UserError as exc:
+        raise UserError(f"{damaged}: damaged, and not rebuilt from the rounds' tables: {exc}") from None
+    runner.run(rounds.LEDGER, cfg, run_dir, rounds=covered)
+    ui.info(f"{damaged}: damaged; rebuilt from the tables of round{'s 1-' if covered > 1 else ' '}{covered}")
+
+
+def readable(run: RunDir, name: str) -> bool:
+    try:
+        read_table(run.root, name)
+    except UserError:
+        return False
+    return True
 
 
 def record_round(cfg: PipelineConfig, round_cfg: PipelineConfig, run_dir: Path, number: int, force: bool) -> None:

@@ -10,15 +10,11 @@ consecutive attempts are killed, before a last attempt runs to the end.
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
-import signal
-import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from forked_commands import finish, kill_after, tables
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -60,56 +56,11 @@ COMMANDS = [
     ["eval"],
     ["report"],
 ]
-# Only the run's results are compared: caches, logs, checkpoints and timings differ by construction (the
-# executors' shards are named by what was asked, and a policy by its folder in this run).
-SKIPPED_PARTS = {"cache", "manifests", "plots", "shards"}
-TIMING_COLUMNS = ["seconds"]  # a training curve's wall time per step
-
-
-def invoke(argv: list[str]) -> None:
-    from sws.cli import app
-
-    sys.argv = ["sws", *argv]
-    app(argv, prog_name="sws")
-
-
-@pytest.fixture(scope="module")
-def forkserver():
-    os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["sws.cli", "sws.pipeline", "sws.training.trl", "sws.engines.hf"])
-    return context
 
 
 def command_line(command: list[str], run_dir: Path, seed_file: Path, config: Path | None) -> list[str]:
     argv = [part.format(seed=seed_file) for part in command]
     return ["--quiet", *argv, "--run", str(run_dir), *(["--config", str(config)] if config else [])]
-
-
-def start(context, argv: list[str]) -> multiprocessing.Process:
-    process = context.Process(target=invoke, args=(argv,))
-    process.start()
-    return process
-
-
-def finish(context, argv: list[str]) -> float:
-    started = time.perf_counter()
-    process = start(context, argv)
-    process.join(600)
-    assert process.exitcode == 0, f"sws {' '.join(argv)} exited {process.exitcode}"
-    return time.perf_counter() - started
-
-
-def kill_after(context, argv: list[str], delay: float) -> bool:
-    """Run `argv`, SIGKILL it after `delay` seconds; False when it finished before the kill."""
-    process = start(context, argv)
-    process.join(delay)
-    if process.exitcode is not None:
-        assert process.exitcode == 0, f"sws {' '.join(argv)} exited {process.exitcode}"
-        return False
-    os.kill(process.pid, signal.SIGKILL)
-    process.join()
-    return True
 
 
 def prepare_run(tmp: Path) -> tuple[Path, Path]:
@@ -126,15 +77,7 @@ def prepare_run(tmp: Path) -> tuple[Path, Path]:
 
 def results(run_dir: Path) -> dict[str, object]:
     """Every Parquet table and the summary of a run, keyed by its path in the run."""
-    found: dict[str, object] = {}
-    for path in sorted(run_dir.rglob("*.parquet")):
-        relative = path.relative_to(run_dir)
-        if relative.parts[0] in SKIPPED_PARTS or any(part.startswith("checkpoint-") for part in relative.parts):
-            continue
-        if relative.parts[0] == "train" and relative.parts[-2] == "rollouts":  # the trainer's own shards
-            continue
-        table = pl.read_parquet(path)
-        found[str(relative)] = table.drop(TIMING_COLUMNS, strict=False)
+    found: dict[str, object] = dict(tables(run_dir))
     summary = json.loads((run_dir / "summary.json").read_text())
     summary.pop("environment")
     found["summary.json"] = summary

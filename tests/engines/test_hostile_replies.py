@@ -42,6 +42,15 @@ def test_a_dripping_server_is_abandoned_at_the_deadline(server: FakeServer) -> N
     assert server.base_url in str(error.value) and "'deadline'" in str(error.value)
 
 
+def test_a_server_dripping_its_headers_is_abandoned_at_the_deadline(server: FakeServer) -> None:
+    server.drip_s, server.drip_headers = 0.5, True  # each byte restarts the client's read timeout
+    started = time.monotonic()
+    with pytest.raises(UserError) as error:
+        engine_for(server, deadline=1).generate([Request(prompt="x", n=1)])
+    assert time.monotonic() - started < 15  # the headers alone would take the server's whole 30 s drip limit
+    assert server.base_url in str(error.value) and "'deadline'" in str(error.value)
+
+
 def test_a_flooding_server_is_abandoned_at_the_size_bound(server: FakeServer) -> None:
     server.flood_bytes = 2_000_000
     with pytest.raises(UserError) as error:

@@ -4,14 +4,18 @@ it returns are written back as the completion shards the executor reads."""
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 from _openai_server import serving
 
 from sws.config import EngineConfig, PipelineConfig
 from sws.engines.base import Completion, Request
+from sws.engines.bounded_reply import size_bound
 from sws.engines.openai import OpenAIEngine
 from sws.engines.vllm import VllmEngine
+from sws.errors import UserError
 from sws.executors.ray_executor import RayExecutor
 from sws.executors.ray_llm import sample_rows, with_shard_columns, write_group
 from sws.executors.shards import plan_shards, read_completions
@@ -112,3 +116,32 @@ def test_an_openai_role_on_ray_asks_the_endpoint_once_per_sample_with_consecutiv
         (endpoint, 10 * i + sample) for i in range(5) for sample in range(2))
     assert [[completion.text for completion in samples] for samples in completions] == [
         [f"Q{i} -> sample 0 \\boxed{{0}}"] * 2 for i in range(5)]
+
+
+
+def ask(session_factory, url: str) -> object:
+    """What Ray's HTTP processor does with one reply: post in a session of the factory's, parse the reply."""
+    import asyncio
+
+    async def post() -> object:
+        async with session_factory() as session, session.post(url, json={"model": "fake-model", "prompt": "Q"}) as reply:
+            return await reply.json()
+
+    return asyncio.run(post())
+
+
+def test_ray_s_http_sessions_for_an_openai_role_abandon_a_flooded_reply_and_one_dripping_its_headers(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    with serving() as server:
+        role = EngineConfig(engine="openai", model="fake-model", max_tokens=8,
+                            options={"base_url": server.base_url, "deadline": 2})
+        config = OpenAIEngine.ray_llm(role, replicas=1, gpus=0, chat=False).config
+        assert ask(config.session_factory, config.url)["choices"][0]["text"] == "Q -> sample 0 \\boxed{0}"
+        server.flood_bytes = 2_000_000
+        with pytest.raises(UserError, match=f"sent a reply over {size_bound(8, 1)} bytes"):
+            ask(config.session_factory, config.url)
+        server.flood_bytes, server.drip_s, server.drip_headers = 0, 0.5, True
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):  # a timeout Ray's processor retries max_retries times
+            ask(config.session_factory, config.url)
+        assert time.monotonic() - started < 15  # the headers alone would take the server's 30 s drip limit

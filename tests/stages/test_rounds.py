@@ -208,17 +208,52 @@ def test_the_ledger_reads_each_round_from_its_folder_and_needs_every_rounds_weak
         runner.run(rounds.LEDGER, cfg, tmp_path, rounds=3)
 
 
-@pytest.mark.parametrize("damage", [lambda data: data[:50], lambda data: b""])
-def test_a_damaged_ledger_names_the_file_and_the_rerun_that_rebuilds_it(tmp_path: Path, damage) -> None:
-    cfg = parse_config({"rounds": 2}, "test")
-    write_table(tmp_path, "weakness", weakness([("a", 2, True)]))
-    write_table(RunDir(tmp_path).round(2).root, "weakness", weakness([("a", 2, False)]))
-    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=2)
-    ledger = RunDir(tmp_path).ledger
-    ledger.write_bytes(damage(ledger.read_bytes()))
-    with pytest.raises(UserError, match=rf"^{ledger}: .*; delete it and rerun `sws run PIPELINE --rounds N "):
-        read_table(tmp_path, "ledger")
+def two_rounds_with_their_ledger(run_dir: Path, cfg: PipelineConfig) -> bytes:
+    """Round 1's and round 2's weakness tables and the ledger over them; the ledger's bytes."""
+    write_table(run_dir, "weakness", weakness([("a", 2, True), ("b", 2, True)]))
+    write_table(RunDir(run_dir).round(2).root, "weakness", weakness([("a", 2, False), ("b", 2, True)]))
+    runner.run(rounds.LEDGER, cfg, run_dir, rounds=2)
+    return RunDir(run_dir).ledger.read_bytes()
 
-    ledger.unlink()  # as the line says: the ledger is rebuilt from every round's weakness table
-    runner.run(rounds.LEDGER, cfg, tmp_path, rounds=2)
-    assert statuses(read_table(tmp_path, "ledger"), 2) == {"a": "resolved"}
+
+DAMAGES = {"truncated": lambda data: data[:50], "empty": lambda data: b"", "garbage": lambda data: b"\x00junk" * 99}
+
+
+@pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
+def test_a_damaged_ledger_is_rebuilt_from_the_rounds_tables(tmp_path: Path, damage, capsys) -> None:
+    from sws import pipeline
+
+    cfg = parse_config({"rounds": 2}, "test")
+    ledger = RunDir(tmp_path).ledger
+    written = two_rounds_with_their_ledger(tmp_path, cfg)
+    ledger.write_bytes(damage(written))
+
+    pipeline.rebuild_damaged_ledger(cfg, tmp_path)
+
+    assert ledger.read_bytes() == written
+    assert f"{ledger}: damaged; rebuilt from the tables of rounds 1-2" in capsys.readouterr().err
+    assert statuses(read_table(tmp_path, "ledger"), 2) == {"a": "resolved", "b": "persisting"}
+
+
+def test_a_ledger_the_rounds_tables_cannot_rebuild_is_one_line_and_nothing_is_lost(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sws.cli import app
+
+    cfg = parse_config({"rounds": 2}, "test")
+    run = RunDir(tmp_path / "run")
+    two_rounds_with_their_ledger(run.root, cfg)
+    run.ledger.write_bytes(b"garbage")
+    round_2_weakness = run.round(2).table("weakness")
+    round_2_weakness.write_bytes(round_2_weakness.read_bytes()[:40])
+    before = {path: path.read_bytes() for path in run.root.rglob("*") if path.is_file()}
+
+    result = CliRunner().invoke(app, ["run", "quick", "--run", str(run.root), "--rounds", "2"])
+
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {run.ledger}: damaged, and not rebuilt from the rounds' tables: "
+                           f"{round_2_weakness}: not a readable Parquet file")
+    assert line.endswith("; delete it and rerun `sws run PIPELINE --rounds N --run "
+                         f"{run.root}`, which writes it again")
+    assert {path: path.read_bytes() for path in before} == before

@@ -45,7 +45,7 @@ from sws.engines.base import (
     in_request_order,
     is_count,
 )
-from sws.engines.bounded_reply import default_deadline_s, read_bounded, size_bound
+from sws.engines.bounded_reply import bounded_session, default_deadline_s, read_bounded, size_bound
 from sws.engines.daemon_threads import unordered_map
 from sws.errors import UserError
 from sws.secrets import redact, remember_secret
@@ -79,14 +79,17 @@ class OpenAIEngine(Engine):
     @classmethod
     def ray_llm(cls, cfg: EngineConfig, replicas: int, gpus: float, chat: bool) -> RayLLM:
         """Ray's HTTP processor: at most `max_concurrency` requests per second per replica, chat messages to
-        /chat/completions and raw prompts to /completions, as this engine sends them."""
+        /chat/completions and raw prompts to /completions, each within the deadline and size bound of this
+        engine's requests, as this engine sends them."""
         options = cfg.options
         base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key(options)
+        deadline_s = _seconds(options, "deadline", None) or default_deadline_s(cfg.max_tokens)
         config = import_ray_llm(cls.name).HttpRequestProcessorConfig(
             url=f"{base_url.rstrip('/')}/{'chat/completions' if chat else 'completions'}",
             headers={"Authorization": f"Bearer {key}"}, qps=int(options.get("max_concurrency", 16)),
             max_retries=int(options.get("max_retries", 3)), concurrency=replicas,
+            session_factory=functools.partial(bounded_session, base_url, deadline_s, size_bound(cfg.max_tokens, 1)),
         )
         return RayLLM(config, functools.partial(ray_llm_row, model=cfg.model),
                       functools.partial(ray_llm_answer, base_url=base_url, key=key))

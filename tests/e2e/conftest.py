@@ -1,0 +1,7 @@
+import pytest
+from forked_commands import forkserver_context
+
+
+@pytest.fixture(scope="module")
+def forkserver():
+    return forkserver_context()
