@@ -189,6 +189,15 @@ DEFECT_DETECTORS: dict[str, Callable[[str], bool]] = {
 }
 
 
+# A generator that declines the request instead of writing a problem (the arith oracle for a concept set no
+# problem shows; a model that apologises).
+_REFUSAL = re.compile(r"\bI\s+(?:cannot|can['’]t|can not|am unable to)\b|\bI['’]m (?:sorry|unable to)\b", re.IGNORECASE)
+
+
+def refuses(text: str) -> bool:
+    return bool(_REFUSAL.search(text))
+
+
 def prefilter_reason(problem: str | None, min_chars: int, max_tokens: int) -> str | None:
     """Why a parsed problem is rejected before any judge sees it, or None to keep it."""
     if problem is None:

@@ -113,6 +113,19 @@ def test_near_duplicates_of_seed_batch_and_reference_problems(tmp_path: Path, mo
     assert rejected["reject_detail"].to_list() == [f"seed:{seed_id}", f"batch:{batch_id}", f"reference:{reference}"]
 
 
+def test_a_generator_that_declines_the_request_is_rejected_as_refused_not_unparsed(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    write_identified_run(tmp_path)
+    write_sets(tmp_path, 2)
+    replies = iter(["I need a problem on: a, b.\nI cannot build such a problem: no addition problem shows both.\n",
+                    "I'm sorry, but I can't write a problem that combines those concepts."])
+    use_engines(monkeypatch, {"scripted": ScriptedEngine(lambda request, _: next(replies))})
+    runner.run(generate.STAGE, config_with_scripted_generator(), tmp_path)
+    rejected = read_parquet(rejected_path(tmp_path, "synthetic"))
+    assert rejected["reject_reason"].to_list() == ["refused", "refused"]
+    assert "cannot build" in rejected["raw"][0]
+
+
 def test_unparsed_and_short_outputs_are_rejected_with_the_raw_text(tmp_path: Path, monkeypatch) -> None:
     write_identified_run(tmp_path)
     write_sets(tmp_path, 3)

@@ -2,9 +2,9 @@
 
 Reads `concept_sets.parquet`, `problems.parquet` (the seed set, for near-duplicates) and the files listed in
 `synthesize.reference_files`; writes `synthetic.parquet` and `synthetic.rejected.parquet` (reasons:
-truncated, unparsed, control_characters (`sws.text_hygiene`), too_short, too_long, solution_leak, answer_leak,
-multiple_choice, true_false, proof, multi_part, near_duplicate, contaminated; `reject_detail` names what a
-near-duplicate duplicates).
+truncated, refused (no problem, and the reply declines the request), unparsed, control_characters
+(`sws.text_hygiene`), too_short, too_long, solution_leak, answer_leak, multiple_choice, true_false, proof,
+multi_part, near_duplicate, contaminated; `reject_detail` names what a near-duplicate duplicates).
 The generator is asked to stop where its problem ends: the template's `stop` strings (the starts of a solution
 section that small models add after their problem) go to every engine. The problem is the text under the last
 `### Problem` marker, cut where a solution starts (`sws.parsing.split_solution`). Truncation is judged on the
@@ -33,7 +33,7 @@ from sws.fingerprints import config_hash
 from sws.llm_calls import request_seed, role_request
 from sws.near_duplicates import NearDuplicateIndex
 from sws.parsing import parse_problem_and_end
-from sws.problem_filters import prefilter_reason
+from sws.problem_filters import prefilter_reason, refuses
 from sws.prompts import PromptTemplate, load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
@@ -80,6 +80,8 @@ def screen_generation(completion: Completion, min_chars: int, max_tokens: int) -
     problem, ended = parse_problem_and_end(completion.text)
     if completion.truncated and not ended:
         return problem, "truncated"
+    if problem is None and refuses(completion.text):
+        return None, "refused"
     return problem, prefilter_reason(problem, min_chars, max_tokens)
 
 

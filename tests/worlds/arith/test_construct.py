@@ -52,7 +52,7 @@ def test_a_set_no_problem_of_the_category_shows_is_refused_and_the_generate_stag
     text = generate(category, concepts)
     assert "I cannot build such a problem" in text and "### Problem" not in text
     problem, reason = screen_generation(Completion(text, len(text.split()), "stop"), 10, 400)
-    assert (problem, reason) == (None, "unparsed")
+    assert (problem, reason) == (None, "refused")
 
 
 def test_unknown_concepts_are_named_as_ignored_and_the_known_ones_built():
