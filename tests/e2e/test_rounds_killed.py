@@ -16,12 +16,22 @@ import pytest
 from forked_commands import finish, kill_after, tables
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from rounds_pipeline import two_rounds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 KILLS = 4
-PIPELINE = two_rounds(seed_problems=32, eval_per_category=2, budget=8, steps=2)
+PIPELINE = {
+    "seed": 0, "world": "arith", "rounds": 2,
+    "arith": {"n_seed_problems": 32, "seed_levels": ["easy", "medium"], "n_eval_per_category": 2,
+              "bootstrap_steps": 40},
+    "roles": {"policy": {"engine": "hf", "model": "", "temperature": 1.0, "options": {"batch_size": 64}}},
+    "identify": {"max_acc": 0.75, "max_slope": 1.0},
+    "synthesize": {"budget": 8, "levels": ["easy", "medium"], "label_samples": 2, "adapt_rounds": 0,
+                   "shard_size": 4},
+    "filter": {"band": [0.0, 1.0], "rollouts": 2, "shard_size": 4},
+    "train": {"initial_steps": 2, "augmented_steps": 2, "batch_size": 4, "num_generations": 2, "save_steps": 1},
+    "eval": {"k": 1, "weak_k": 2, "shard_size": 8},
+}
 
 
 def results(run_dir: Path) -> dict[str, object]:

@@ -13,12 +13,21 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from rounds_pipeline import two_rounds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SWS = Path(sys.executable).parent / "sws"
-PIPELINE = two_rounds(seed_problems=48, eval_per_category=3, budget=16, steps=4)
+PIPELINE = {
+    "seed": 0, "world": "arith", "rounds": 2,
+    "arith": {"n_seed_problems": 48, "seed_levels": ["easy", "medium"], "n_eval_per_category": 3,
+              "bootstrap_steps": 40},
+    "roles": {"policy": {"engine": "hf", "model": "", "temperature": 1.0, "options": {"batch_size": 64}}},
+    "identify": {"max_acc": 0.75, "max_slope": 1.0},
+    "synthesize": {"budget": 16, "levels": ["easy", "medium"], "label_samples": 2, "adapt_rounds": 0},
+    "filter": {"band": [0.0, 1.0], "rollouts": 2},
+    "train": {"initial_steps": 4, "augmented_steps": 4, "batch_size": 4, "num_generations": 2, "save_steps": 1},
+    "eval": {"k": 1},
+}
 
 
 def start(config: Path, run_dir: Path) -> subprocess.Popen:
