@@ -93,6 +93,8 @@ class FakeTinker(ThreadingHTTPServer):
         }
         if name in futures:
             return self.future(futures[name])
+        if name.startswith("sessions/") and name.endswith("/finish"):
+            return {}
         immediate: dict[str, dict[str, Any]] = {
             "client/config": {"use_pyqwest_transport": False},
             "client/dynamic_config": {},

@@ -8,8 +8,9 @@ from sws import preflight
 from sws.cli import app
 from sws.config import parse_config
 from sws.errors import UserError
+from sws.stage import get_stage
 
-SYNTHESIS = ["extract", "combine", "generate", "rate", "label"]
+SYNTHESIS = [get_stage(name) for name in ("extract", "combine", "generate", "rate", "label")]
 
 
 @pytest.mark.parametrize("generator, phrase", [

@@ -3,11 +3,14 @@
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from sws import held_out
+from sws.cli import app
 from sws.config import load_config
 from sws.errors import UserError
 from sws.presets import PRESET_DIR, pipeline_file
+from sws.world import get_world
 
 PRESETS = sorted(path.name for path in PRESET_DIR.glob("*.yaml"))
 PAPER_BENCHMARKS = {"gsm8k", "math500", "minerva_math", "olympiadbench", "gaokao2023en", "amc23", "aime24", "aime25"}
@@ -82,3 +85,31 @@ def test_the_7b_presets_downloaded_benchmarks_are_read_from_the_folder_sws_runs_
              if not isinstance(entry, str) and entry.file}
     assert files == {name: str(tmp_path / "benchmarks" / f"{name}.jsonl")
                      for name in ("minerva_math", "olympiadbench", "gaokao2023en", "amc23")}
+
+
+TINKER_COTRAINING = ["cotrain-qwen2.5-1.5b-tinker.yaml", "cotrain-qwen3-8b-tinker.yaml"]
+
+
+@pytest.mark.parametrize("name", TINKER_COTRAINING)
+def test_the_tinker_cotraining_presets_train_two_adapters_of_one_base_on_math(name: str, tmp_path: Path) -> None:
+    cfg = load_config(PRESET_DIR / name)
+    section = cfg.cotrain
+    assert cfg.world == "math" and section.backend == "tinker" and section.only and "cotrained" in section.arms
+    assert section.synthesizer.base_model == section.reasoner.base_model
+    assert section.synthesizer.base_url == section.reasoner.base_url  # one server
+    assert cfg.roles.labeler.engine in {"openai", "vllm"}
+    # the Tinker learner trains only what was sampled at temperature 1
+    assert section.synthesizer_temperature == section.reasoner_temperature == 1.0
+    # the cards name a subject the run knows (the math world has no truth to name it)
+    assert all(subject in section.synthesizer_system_prompt for subject in get_world("math").categories)
+    result = CliRunner().invoke(app, ["run", name.removesuffix(".yaml"), "--run", str(tmp_path / "run"),
+                                      "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "cotrain cotrained" in result.output and not (tmp_path / "run").exists()
+
+
+def test_the_8b_cotraining_preset_has_syncos_batch_and_lengths() -> None:
+    section = load_config(PRESET_DIR / "cotrain-qwen3-8b-tinker.yaml").cotrain
+    assert (section.batch_size, section.rollouts, section.steps) == (32, 4, 100)
+    assert section.synthesizer_max_tokens == section.reasoner_max_tokens == 6144
+    assert section.reasoner.base_model == "Qwen/Qwen3-8B"

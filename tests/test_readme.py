@@ -91,7 +91,7 @@ def test_a_command_that_is_not_real_is_caught() -> None:
 def test_every_pipeline_snippet_in_the_readme_passes_synthesis_checks(block: str, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")  # as the README exports it
     cfg = parse_config(yaml.safe_load(block), "README.md")
-    preflight.check(cfg, "synthesize", "README.md", [step.name for step in synthesis_steps()])
+    preflight.check(cfg, "synthesize", "README.md", synthesis_steps())
 
 
 def anchors(page: Path) -> set[str]:

@@ -25,6 +25,7 @@ from test_categorize import problem_of
 from sws import runner
 from sws.categorize import END_MARKER, Label, read_label
 from sws.config import PipelineConfig
+from sws.consistency import sample_answer, teacher_label
 from sws.engines import Completion
 from sws.grading import shared_pool
 from sws.parsing import Judgement, split_solution
@@ -32,7 +33,7 @@ from sws.problem_filters import SOLUTION_SIGNS, shows_solution
 from sws.records import DATA_DIR
 from sws.stages import prepare
 from sws.stages.generate import screen_generation
-from sws.stages.label import copies_solution, sample_answer, teacher_label
+from sws.stages.label import copies_solution
 from sws.stages.rate import TRUNCATED, read_judgement
 from sws.tables import read_table
 from sws.worlds.math.verifier import MathVerifier

@@ -187,7 +187,7 @@ def check_run_dir(run: Path, starts_run: bool = True) -> None:
 
 def run_command(
     run: Path, pipeline: Path | None, overrides: dict[str, Any], action: Callable[[PipelineConfig], Any],
-    command: str = "", steps: Iterable[str] = (), save: bool = True, starts_run: bool = False,
+    command: str = "", stages: Iterable[Stage] = (), save: bool = True, starts_run: bool = False,
 ) -> PipelineConfig:
     """Hold the run's lock, resolve the config, check what needs no model, run `action`, then save the config.
 
@@ -199,7 +199,7 @@ def run_command(
     with run_lock(run):
         cfg = load_run_config(run, pipeline, overrides)
         source = pipeline or (RunDir(run).config if RunDir(run).config.exists() else "command-line options")
-        preflight.check(cfg, command, source, steps)
+        preflight.check(cfg, command, source, stages)
         try:
             action(cfg)
         except tokens.CapReached:
@@ -317,7 +317,7 @@ def synthesize(run: Path, steps: str | None, executor: str | None, estimate: boo
     stage = get_stage("synthesize")
     run_command(run, config, {"executor.kind": executor, **option_overrides(stage, options)},
                 lambda cfg: run_one(stage, cfg, run, force=force, steps=chosen if steps or not estimate else None,
-                                    estimate=estimate), "synthesize", chosen)
+                                    estimate=estimate), "synthesize", [get_stage(step) for step in chosen])
 
 
 synthesize.__signature__ = inspect.Signature([
@@ -558,7 +558,7 @@ def declared_command(stage: Stage) -> None:
 
     def run_declared(run: Path, config: Path | None, force: bool, **options: Any) -> None:
         run_command(run, config, option_overrides(stage, options), lambda cfg: run_one(stage, cfg, run, force=force),
-                    stage.name)
+                    stage.name, [stage])
 
     run_declared.__signature__ = inspect.Signature(parameters)
     run_declared.__doc__ = stage.summary

@@ -38,12 +38,17 @@ def with_seed_input(cfg: PipelineConfig, run_dir: Path) -> PipelineConfig:
     return with_overrides(cfg, {"prepare.input": str(seed_input)})
 
 
-def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
-    """The world's setup steps, then every declared stage `sws run` runs that the config asks for, in order."""
+def planned_stages(cfg: PipelineConfig) -> list[Stage]:
+    """Every declared stage `sws run` runs that the config asks for, in order."""
     stages = [stage for stage in run_stages() if stage.is_on(cfg)]
     if cfg.cotrain.only:  # a co-training pipeline: the seed problems, the co-training arms, the report
         stages = [stage for stage in stages if stage.name in ("prepare", "report") or stage.section == "cotrain"]
-    return [*get_world(cfg.world).setup_steps(), *(declared_step(stage) for stage in stages)]
+    return stages
+
+
+def pipeline_steps(cfg: PipelineConfig) -> list[PipelineStep]:
+    """The world's setup steps, then the planned stages."""
+    return [*get_world(cfg.world).setup_steps(), *(declared_step(stage) for stage in planned_stages(cfg))]
 
 
 def declared_step(stage: Stage) -> PipelineStep:
@@ -75,7 +80,9 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False, source: Path | 
     `rounds.n` > 1, each later round runs in `rounds/<r>/` after the ledger of the rounds before is written, until
     `rounds.stop_when` ends the loop; the run's report is then written again with every round.
     """
-    preflight.check(cfg, "run", source or "pipeline", [stage.name for stage in synthesis_steps()])
+    planned = planned_stages(cfg)
+    synthesis = list(synthesis_steps()) if any(stage.name == "synthesize" for stage in planned) else []
+    preflight.check(cfg, "run", source or "pipeline", planned + synthesis)
     cfg = with_seed_input(cfg, run_dir)
     started = time.perf_counter()
     n_rounds = cfg.rounds.n

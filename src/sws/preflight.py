@@ -10,7 +10,7 @@ from pathlib import Path
 from sws import held_out
 from sws.config import PipelineConfig, require_roles
 from sws.errors import UserError
-from sws.stage import all_stages, get_stage
+from sws.stage import Stage, all_stages
 
 # Settings naming files that a command reads only after model calls (its first stage checks the others).
 COMMAND_FILES = {
@@ -65,9 +65,9 @@ def check_cost_cap(cfg: PipelineConfig, roles: Iterable[str], source: Path | str
                         "output: 1.5}}` or use synthesize.max_tokens")
 
 
-def check(cfg: PipelineConfig, command: str, source: Path | str, steps: Iterable[str] = ()) -> None:
-    """Everything `command` (running synthesis `steps`) needs that can be checked without a model."""
-    roles = [role for step in steps if get_stage(step).is_on(cfg) for role in get_stage(step).roles]
+def check(cfg: PipelineConfig, command: str, source: Path | str, stages: Iterable[Stage] = ()) -> None:
+    """Everything `command` (running `stages`) needs that can be checked without a model."""
+    roles = [role for stage in stages if stage.is_on(cfg) for role in stage.roles_for(cfg)]
     require_roles(cfg, roles, source)
     check_role_engines(cfg, roles)
     check_files(cfg, command, source)

@@ -74,6 +74,8 @@ class Stage:
     float_results: bool = False
     # The teacher roles it calls (checked before any model is called).
     roles: tuple[str, ...] = ()
+    # More roles it calls under some configs only, given the config.
+    config_roles: Callable[[Any], tuple[str, ...]] | None = None
     # The config section whose settings decide what it computes.
     section: str | None = None
     # Sends model calls and grading through `executor` (local or Ray).
@@ -96,6 +98,10 @@ class Stage:
 
     def is_on(self, cfg: Any) -> bool:
         return self.runs_when is None or self.runs_when(cfg)
+
+    def roles_for(self, cfg: Any) -> tuple[str, ...]:
+        """The roles it calls under `cfg`."""
+        return self.roles + (self.config_roles(cfg) if self.config_roles else ())
 
     @property
     def command_name(self) -> str:

@@ -1,4 +1,4 @@
-from sws.cotrain.context import Ledger, build_context
+from sws.cotrain.context import UNLISTED, Ledger, build_context
 
 CATEGORIES = ["addition", "multiplication"]
 
@@ -32,3 +32,12 @@ def test_ledger_survives_json():
     ledger = _ledger()
     restored = Ledger.from_json(ledger.to_json())
     assert build_context(restored, CATEGORIES) == build_context(ledger, CATEGORIES)
+
+
+def test_uncategorised_tasks_are_counted_as_valid_but_never_shown_as_a_category():
+    ledger = Ledger()
+    ledger.record_step({"addition": 0.5, UNLISTED: 0.0}, [], ["addition", UNLISTED], [], 2)
+    context = build_context(ledger, ["addition"])
+    assert context.valid_rate == 1.0
+    assert set(context.accuracy) == set(context.accepted_per_category) == {"addition"}
+    assert UNLISTED not in context.render()

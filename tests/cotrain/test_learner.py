@@ -1,5 +1,7 @@
+import pytest
 import torch
 
+from sws.cotrain.grpo import clipped_surrogate_loss, completion_logps
 from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion, TorchLearner
 from sws.worlds.arith.policy import build_policy
 
@@ -53,3 +55,34 @@ def test_prompts_keep_their_braces(tmp_path):
     prompt_ids, prompt_mask, _, _ = learner.encode_batch(
         [ScoredCompletion(Completion(problem, "x"), 0.0)], SamplingSettings(system_prompt="{role}"))
     assert learner.tokenizer.decode(prompt_ids[0][prompt_mask[0] == 1]) == "{role}" + problem
+
+
+def _full_pass(learner, batch, settings):
+    """The loss and gradient with every row through the model, zero advantages included."""
+    prompt_ids, prompt_mask, completion_ids, completion_mask = learner.encode_batch(batch, settings)
+    logps = completion_logps(learner.model, torch.cat([prompt_ids, completion_ids], 1),
+                             torch.cat([prompt_mask, completion_mask], 1), completion_ids.shape[1])
+    advantages = torch.tensor([item.advantage for item in batch])
+    loss = clipped_surrogate_loss(logps, logps.detach(), advantages, completion_mask)
+    loss.backward()
+    return loss.item(), [p.grad.clone() for p in learner.model.parameters()]
+
+
+@pytest.mark.parametrize("advantages", [[0.0, 1.2, 0.0, -0.7, 0.0], [0.0] * 5])
+@pytest.mark.parametrize("shared_prompt", [True, False])
+def test_rows_of_zero_advantage_skip_the_model_and_change_neither_loss_nor_gradient(tmp_path, advantages,
+                                                                                       shared_prompt):
+    prompts = ["Compute 12+30.\n"] * 5 if shared_prompt else [f"Compute {'9' * n}+1.\n" for n in range(1, 6)]
+    texts = ["\\boxed{42}", "\\boxed{4}", "\\boxed{420}", "7", "\\boxed{42} done"]
+    batch = [ScoredCompletion(Completion(prompt, text), advantage)
+             for prompt, text, advantage in zip(prompts, texts, advantages, strict=True)]
+    settings = SamplingSettings()
+    skipping, full = _learner(tmp_path), _learner(tmp_path)
+    loss = skipping.forward_backward(batch, settings)
+    full_loss, full_gradient = _full_pass(full, batch, settings)
+    assert loss == pytest.approx(full_loss, abs=1e-6)
+    gradient = [p.grad for p in skipping.model.parameters()]
+    assert all(g is not None for g in gradient)
+    assert any(g.abs().sum() > 0 for g in full_gradient) == any(a != 0 for a in advantages)
+    for ours, theirs in zip(gradient, full_gradient, strict=True):
+        assert torch.allclose(ours, theirs, atol=1e-6, rtol=1e-4)

@@ -1,4 +1,5 @@
 import random
+import threading
 from dataclasses import replace
 
 import pytest
@@ -41,10 +42,10 @@ class ScriptedLearner:
         return [call[0] for call in self.calls]
 
 
-def _run(settings: StepSettings, steps: int = 2):
-    synthesizer = ScriptedLearner(CARDS)
-    reasoner = ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
-    verifier, ledger, rows, metrics = CardVerifier(get_world("arith").truth, []), Ledger(), [], []
+def _run(settings: StepSettings, steps: int = 2, synthesizer=None, reasoner=None):
+    synthesizer = synthesizer or ScriptedLearner(CARDS)
+    reasoner = reasoner or ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
+    verifier, ledger, rows, metrics = CardVerifier(get_world("arith").truth, [], CATEGORIES), Ledger(), [], []
     for step in range(steps):
         result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith"), ledger,
                           CATEGORIES, settings, random.Random(step))
@@ -92,6 +93,35 @@ def test_cotrained_synthesizer_is_updated_on_the_whole_batch_every_step():
     synthesizer, _, _, _ = _run(SETTINGS)
     updates = [call for call in synthesizer.calls if call[0] == "forward_backward"]
     assert len(updates) == 2 and all(len(call[1]) == 5 for call in updates)
+
+
+class MeetingLearner(ScriptedLearner):
+    """Its forward-backward returns only once the other policy's has started too."""
+
+    def __init__(self, texts, meeting):
+        super().__init__(texts)
+        self.meeting = meeting
+
+    def forward_backward(self, batch, settings):
+        self.meeting.wait()
+        return super().forward_backward(batch, settings)
+
+
+def test_both_policies_update_at_once():
+    meeting = threading.Barrier(2, timeout=10)  # one after the other, the first would wait alone and break it
+    synthesizer, reasoner, _, _ = _run(SETTINGS, steps=1, synthesizer=MeetingLearner(CARDS, meeting),
+                                       reasoner=MeetingLearner(["\\boxed{132}", "\\boxed{1}"], meeting))
+    for learner in (synthesizer, reasoner):
+        assert learner.names()[-3:] == ["forward_backward", "optim_step", "sync_weights"]
+
+
+def test_a_failed_synthesizer_update_fails_the_step():
+    class Failing(ScriptedLearner):
+        def optim_step(self):
+            raise RuntimeError("the synthesizer's server went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        _run(SETTINGS, steps=1, synthesizer=Failing(CARDS))
 
 
 def test_per_role_sampling_settings_reach_the_learners():

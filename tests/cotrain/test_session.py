@@ -101,3 +101,21 @@ def test_each_step_is_logged_once_to_the_tracker_even_across_a_resume(models, tm
         steps += [event.step for event in accumulator.Scalars("productive_rate")]
         assert "tokens_solve" in accumulator.Tags()["scalars"]
     assert sorted(steps) == [1, 2, 3]
+
+
+def test_a_reasoner_that_cannot_connect_finishes_the_synthesizers_session(models, tmp_path, monkeypatch):
+    closed = []
+
+    class Session:
+        def close(self, succeeded: bool) -> None:
+            closed.append(succeeded)
+
+    def make_learner(backend, role, *_):
+        if role == "reasoner":
+            raise ConnectionError("the reasoner's server did not answer")
+        return Session()
+
+    monkeypatch.setattr("sws.cotrain.session.make_learner", make_learner)
+    with pytest.raises(ConnectionError):
+        run_arm(_arm(models, tmp_path / "arm", steps=1), get_world("arith"))
+    assert closed == [False]

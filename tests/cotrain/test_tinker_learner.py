@@ -32,7 +32,7 @@ def local_learner(tmp_path_factory) -> TorchLearner:
 
 def test_the_datums_carry_the_local_learners_tokens_mask_and_advantages(local_learner: TorchLearner) -> None:
     prompt_ids, prompt_mask, completion_ids, completion_mask = local_learner.encode_batch(BATCH, SETTINGS)
-    rows = tokenize_batch(local_learner.tokenizer, BATCH, SETTINGS)
+    rows = tokenize_batch(local_learner.tokenizer, BATCH, SETTINGS, chat=False)
     total = completion_mask.sum().item()
     for i, (row, advantages) in enumerate(zip(rows, token_advantages(rows), strict=True)):
         prompt = prompt_ids[i][prompt_mask[i].bool()].tolist()
@@ -63,7 +63,7 @@ def test_the_servers_ppo_loss_on_the_datums_equals_the_local_loss_and_gradient(l
     local_grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad(set_to_none=True)
     model.train()
-    remote = _tinker_ppo_loss(model, tokenize_batch(local_learner.tokenizer, BATCH, SETTINGS))
+    remote = _tinker_ppo_loss(model, tokenize_batch(local_learner.tokenizer, BATCH, SETTINGS, chat=False))
     remote.backward()
     assert remote.item() == pytest.approx(local_value, abs=1e-6)
     for local, theirs in zip(local_grads, (p.grad for p in model.parameters()), strict=True):
@@ -135,7 +135,7 @@ def remote() -> TinkerLearner:
 
 
 def test_a_training_step_sends_the_forward_then_the_ppo_datums(remote: TinkerLearner) -> None:
-    rows = tokenize_batch(remote.tokenizer, BATCH, SETTINGS)
+    rows = tokenize_batch(remote.tokenizer, BATCH, SETTINGS, chat=False)
     value = remote.forward_backward(BATCH, SETTINGS)
     remote.optim_step()
     (_, forward, forward_loss, _), (_, data, loss, config), (_, adam) = remote.training_client.log[1:]
@@ -188,7 +188,7 @@ def test_the_ppo_request_encodes_on_the_wire_with_the_batchs_tokens_and_advantag
         model_id="synthesizer", seq_id=1)
     message = forward_backward_request_to_proto(request)
     sent = type(message).FromString(message.SerializeToString())
-    rows = tokenize_batch(remote.tokenizer, BATCH, SETTINGS)
+    rows = tokenize_batch(remote.tokenizer, BATCH, SETTINGS, chat=False)
     assert sent.loss_fn == "ppo" and len(sent.data) == len(rows)
     for datum, row, advantages in zip(sent.data, rows, token_advantages(rows), strict=True):
         chunks = [np.frombuffer(chunk.encoded_text.tokens, np.int32) for chunk in datum.model_input]

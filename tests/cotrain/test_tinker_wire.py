@@ -27,12 +27,17 @@ BASE_MODEL = "Qwen/Qwen3-0.6B"
 SETTINGS = SamplingSettings(temperature=1.0, max_new_tokens=8, system_prompt="S: ")
 BATCH = [ScoredCompletion(Completion("3+4=", "7"), 1.5), ScoredCompletion(Completion("12*3=", "36"), -0.5),
          ScoredCompletion(Completion("9-9=", "0"), 0.0)]
+# A chat template of the kind instruct models ship: each message on its own line after its role's tag.
+CHAT_TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<assistant>{% endif %}")
 BOUND_S = 3.0  # the deadlines the failure tests give the learner
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return build_tokenizer()
+    tokenizer = build_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +59,19 @@ def fake(tokenizer, tokenizer_folder, monkeypatch):
         server.stall.clear()
 
 
-def _backend(server: FakeTinker) -> CotrainBackendConfig:
-    policy = {"base_url": server.base_url, "base_model": BASE_MODEL, "lora_rank": 8}
+def _backend(server: FakeTinker, chat_template: bool = True) -> CotrainBackendConfig:
+    policy = {"base_url": server.base_url, "base_model": BASE_MODEL, "lora_rank": 8, "chat_template": chat_template}
     return CotrainBackendConfig(backend="tinker", synthesizer=policy, reasoner=policy)
 
 
-def _connect(server: FakeTinker, tmp_path: Path):
-    return make_learner(_backend(server), "synthesizer", tmp_path / "unused", learning_rate=3e-6, seed=7)
+def _connect(server: FakeTinker, tmp_path: Path, chat_template: bool = True):
+    return make_learner(_backend(server, chat_template), "synthesizer", tmp_path / "unused", learning_rate=3e-6,
+                        seed=7)
+
+
+def _sent_prompts(server: FakeTinker) -> list[list[int]]:
+    """The prompts of the sampling requests, sorted: the requests go out concurrently, in either order."""
+    return sorted(chunk["tokens"] for body in server.bodies("asample") for chunk in body["prompt"]["chunks"])
 
 
 def test_connect_creates_a_lora_adapter_on_the_base_model_sending_the_key(fake, tmp_path) -> None:
@@ -80,7 +91,7 @@ def test_a_training_step_sends_the_forward_then_the_ppo_datums_then_adam(fake, t
     learner = _connect(fake, tmp_path)
     value = learner.forward_backward(BATCH, SETTINGS)
     learner.optim_step()
-    rows = tokenize_batch(tokenizer, BATCH, SETTINGS)
+    rows = tokenize_batch(tokenizer, BATCH, SETTINGS, chat=True)
     forward, ppo = fake.bodies("forward_backward")
     assert (forward["loss_fn"], forward["forward_only"], ppo["loss_fn"], ppo["forward_only"]) == (
         "cross_entropy", True, "ppo", False)
@@ -106,16 +117,51 @@ def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, token
     learner = _connect(fake, tmp_path)
     settings = SamplingSettings(temperature=0.6, max_new_tokens=5, system_prompt="You write tasks. ")
     completions = learner.sample(["1+1=", "2*3="], 3, settings)
-    sent = fake.bodies("asample")  # the two prompts' requests go out concurrently, in either order
-    assert sorted(chunk["tokens"] for body in sent for chunk in body["prompt"]["chunks"]) == sorted(
-        tokenizer(f"You write tasks. {prompt}", add_special_tokens=False)["input_ids"] for prompt in ("1+1=", "2*3="))
-    for body in sent:
+    assert _sent_prompts(fake) == sorted(  # the chat template's rendering, ready for the reply
+        tokenizer(f"<system>You write tasks. \n<user>{prompt}\n<assistant>", add_special_tokens=False)["input_ids"]
+        for prompt in ("1+1=", "2*3="))
+    for body in fake.bodies("asample"):
         params = body["sampling_params"]
         assert (body["num_samples"], params["temperature"], params["max_tokens"], params["stop"]) == (
             3, 0.6, 5, [tokenizer.eos_token_id])
     generated = len(SAMPLE_TEXT) + 1  # the server's tokens: the text's characters and EOS
     assert completions == [[Completion("1+1=", SAMPLE_TEXT, generated)] * 3,
                            [Completion("2*3=", SAMPLE_TEXT, generated)] * 3]
+
+
+def test_a_base_model_policy_samples_and_trains_on_plain_text(fake, tokenizer, tmp_path) -> None:
+    learner = _connect(fake, tmp_path, chat_template=False)
+    learner.sample(["1+1="], 2, SETTINGS)
+    assert _sent_prompts(fake) == [tokenizer("S: 1+1=", add_special_tokens=False)["input_ids"]]
+    learner.forward_backward(BATCH[:1], SETTINGS)
+    forward, _ = fake.bodies("forward_backward")
+    prompt = tokenizer("S: 3+4=", add_special_tokens=False)["input_ids"]
+    assert forward["data"][0]["input_tokens"][:len(prompt)] == prompt
+    assert forward["data"][0]["loss_fn_inputs"]["weights"].count(0.0) == len(prompt) - 1
+
+
+def test_the_chat_prompt_trained_on_is_the_one_sampled(fake, tokenizer, tmp_path) -> None:
+    learner = _connect(fake, tmp_path)
+    learner.sample(["3+4="], 2, SETTINGS)
+    learner.forward_backward(BATCH[:1], SETTINGS)
+    (sampled,) = _sent_prompts(fake)
+    forward, _ = fake.bodies("forward_backward")
+    assert forward["data"][0]["input_tokens"][:len(sampled)] == sampled
+    assert forward["data"][0]["loss_fn_inputs"]["weights"].count(0.0) == len(sampled) - 1
+
+
+def test_a_tokenizer_without_a_chat_template_is_refused_in_one_line(tmp_path, monkeypatch) -> None:
+    plain = build_tokenizer()
+    plain.save_pretrained(tmp_path / "plain")
+    monkeypatch.setenv("TINKER_TELEMETRY", "0")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TINKER_API_KEY", KEY)
+    with running(FakeTinker(tmp_path / "plain", [plain.eos_token_id])) as server:
+        with pytest.raises(UserError) as refused:
+            _connect(server, tmp_path)
+    message = str(refused.value)
+    assert "\n" not in message and "no chat template" in message
+    assert "cotrain.synthesizer.chat_template: false" in message
 
 
 def test_save_keeps_the_state_path_and_load_asks_for_it_with_the_optimizer(fake, tmp_path) -> None:
@@ -182,3 +228,13 @@ def test_a_key_the_client_refuses_is_named_in_one_line(fake, tmp_path, monkeypat
     with pytest.raises(UserError, match=r"tml-.*fix:|fix:.*tml-") as caught:
         _connect(fake, tmp_path)
     assert "\n" not in str(caught.value)
+
+
+def test_closing_finishes_the_session_as_the_arm_ended(fake, tmp_path) -> None:
+    _connect(fake, tmp_path).close(succeeded=True)
+    assert [body["reason"]["type"] for body in fake.bodies("sessions/session-0/finish")] == ["success"]
+    _connect(fake, tmp_path).close(succeeded=False)  # sent, not awaited: the arm's own error is what counts
+    deadline = time.monotonic() + BOUND_S
+    while len(fake.bodies("sessions/session-0/finish")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [body["reason"]["type"] for body in fake.bodies("sessions/session-0/finish")] == ["success", "errored"]

@@ -3,7 +3,7 @@ from sws.world import get_world
 
 
 def cards(benchmarks: list[str]) -> CardVerifier:
-    return CardVerifier(get_world("arith").truth, benchmarks)
+    return CardVerifier(get_world("arith").truth, benchmarks, [])
 
 
 def _reasons(verdicts):

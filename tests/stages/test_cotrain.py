@@ -33,11 +33,13 @@ def test_no_arm_runs_unless_listed_and_a_cotraining_pipeline_runs_only_its_stage
         "bootstrap policy", "seed set", "prepare", "cotrain cotrained", "cotrain static", "report"]
 
 
-def test_a_world_without_a_synthesizer_or_labels_of_its_own_is_refused_in_one_line():
+def test_a_world_without_a_synthesizer_is_refused_in_one_line_on_the_local_backend():
     import word_world
 
-    with pytest.raises(UserError, match=r"^run/config.yaml: field 'world' is 'wordsums', which brings no synthesizer"):
-        world_synthesizer(word_world.WORLD, PipelineConfig(world="wordsums"), "run/config.yaml")
+    for world in (word_world.WORLD, get_world("math")):
+        with pytest.raises(UserError, match=rf"^run/config.yaml: field 'cotrain.backend' is 'local', but world "
+                                            rf"'{world.name}' brings no synthesizer.*set cotrain.backend: tinker"):
+            world_synthesizer(world, PipelineConfig(world=world.name), "run/config.yaml")
     assert world_synthesizer(get_world("arith"), PipelineConfig(), "run/config.yaml").identity
 
 

@@ -16,7 +16,7 @@ from sws.llm_calls import shared_engines
 from sws.manifests import StageResult, read_manifest
 from sws.run_dir import RunDir
 from sws.stages import synthesize
-from sws.stages.estimate import pilot_sets, projection_table, step_scale
+from sws.stages.estimate import FEW_SETS, pilot_sets, projection_table, step_scale
 from sws.worlds.arith.oracle import OracleEngine
 
 
@@ -39,7 +39,7 @@ def test_the_pilot_projects_each_steps_tokens_within_a_fifth_and_the_real_run_as
     use_hashed_embeddings(monkeypatch)
     run = tmp_path / "run"
     write_identified_run(run, n_problems=200)
-    pipeline = noisy_pipeline_file(tmp_path, budget=400, estimate_share=0.25)
+    pipeline = noisy_pipeline_file(tmp_path, budget=400, estimate_share=0.5)  # estimate.FEW_SETS pilot sets
     before = {path.relative_to(run) for path in run.rglob("*")}
     result = CliRunner().invoke(app, ["synthesize", "--run", str(run), "--config", str(pipeline), "--estimate"])
     assert result.exit_code == 0, result.output
@@ -48,7 +48,7 @@ def test_the_pilot_projects_each_steps_tokens_within_a_fifth_and_the_real_run_as
                if path.relative_to(run) not in before}
     assert written <= {"estimate", "cache", "config.yaml", ".sws.lock"}  # no table or manifest of the real run
     estimate = json.loads((RunDir(run).estimate.root / "estimate.json").read_text())
-    assert (estimate["sets"], estimate["pilot_sets"]) == (400, 100)
+    assert (estimate["sets"], estimate["pilot_sets"]) == (400, FEW_SETS)
     pilot = {key for _, key in asked}
     asked.clear()
 

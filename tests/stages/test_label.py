@@ -9,6 +9,7 @@ from word_world import WordEngine, canonical, problem_text
 
 from sws import runner
 from sws.config import PipelineConfig
+from sws.consistency import TIED
 from sws.errors import UserError
 from sws.stages import label
 from sws.tables import read_parquet, read_table, rejected_path, table_path, write_table
@@ -65,7 +66,7 @@ def test_answers_are_grouped_by_equivalence_and_unparsed_ones_never_win(tmp_path
     assert half["answers"][-2:] == [None, None] and half["answers"][0] == "0.5"
     assert kept.row(1, named=True)["consistency"] == 0.5  # exactly 50 % with no group as large is kept
     assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
-        "mostly unparsed": "low_consistency", "nothing": "no_answer", "split": label.TIED,
+        "mostly unparsed": "low_consistency", "nothing": "no_answer", "split": TIED,
     }
     assert result.info["funnel"]["kept"] == 2
     request = engine.requests[0]
@@ -98,7 +99,7 @@ def test_weak_to_strong_requires_teacher_majority_and_student_agreement(tmp_path
     assert kept["problem"].to_list() == ["agreed"]
     assert kept["student_agreement"].to_list() == [0.25]
     assert dict(zip(rejected["problem"], rejected["reject_reason"], strict=True)) == {
-        "student lost": "student_disagrees", "tie": label.TIED,
+        "student lost": "student_disagrees", "tie": TIED,
     }
     # the student is asked as in training: the arith tiny policy reads raw text, and only about kept problems
     assert [request.prompt for request in student_engine.requests] == ["agreed\n", "student lost\n"]

@@ -26,6 +26,10 @@ class TinkerPolicyConfig(BaseModel):
     base_url: str | None = None
     base_model: str = Field(min_length=1, description="The base model the adapter trains on (a Hugging Face name).")
     lora_rank: int = Field(32, ge=1, description="The LoRA adapter's rank.")
+    chat_template: bool = Field(True, description=(
+        "Give the policy its prompts in the tokenizer's chat template (the system prompt, then the prompt as the "
+        "user's message), as an instruct model expects; false: plain text (system prompt + prompt), for a base "
+        "model."))
 
 
 class CotrainBackendConfig(BaseModel):
@@ -56,12 +60,13 @@ class CotrainBackendConfig(BaseModel):
         return key
 
 
-def make_learner(backend: CotrainBackendConfig, role: Role, local_folder: Path, learning_rate: float,
+def make_learner(backend: CotrainBackendConfig, role: Role, local_folder: Path | None, learning_rate: float,
                  seed: int) -> Learner:
     """The learner for one policy: trained in this process from `local_folder`, or a fresh LoRA adapter on the
     role's Tinker-API server (`local_folder` unused there: the server loads `base_model`)."""
     if backend.backend == "local":
         from sws.cotrain.learner import TorchLearner
+        assert local_folder is not None  # the stage builds both local policies
         return TorchLearner(local_folder, learning_rate, seed)
     from sws.cotrain.tinker_learner import connect
     policy = backend.synthesizer if role == "synthesizer" else backend.reasoner

@@ -1,6 +1,7 @@
 """Task cards: what the synthesizer writes, one `key: value` per line.
 
-`problem` is required; `answer` (alias `final_answer`, SynCo's key), `intent` and `difficulty` are optional.
+`problem` is required; `answer` (alias `final_answer`, SynCo's key), `category`, `intent` and `difficulty` are
+optional. A world that computes its own truth names the category itself; otherwise the card's is taken.
 Values are kept as text, so an answer of `0` is an answer (SynCo rejected it as falsy).
 """
 
@@ -11,13 +12,14 @@ from dataclasses import dataclass
 
 _LINE = re.compile(r"^\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _ALIASES = {"final_answer": "answer"}
-KNOWN_KEYS = ("problem", "answer", "intent", "difficulty")
+KNOWN_KEYS = ("problem", "answer", "category", "intent", "difficulty")
 
 
 @dataclass(frozen=True)
 class TaskCard:
     problem: str
     answer: str | None = None
+    category: str | None = None
     intent: str | None = None
     difficulty: float | None = None
 
@@ -39,7 +41,8 @@ def parse_card(text: str) -> TaskCard:
     if not problem:
         raise CardError("no_problem")
     answer = fields.get("answer")
-    return TaskCard(problem=problem, answer=answer if answer != "" else None, intent=fields.get("intent") or None,
+    return TaskCard(problem=problem, answer=answer if answer != "" else None,
+                    category=fields.get("category") or None, intent=fields.get("intent") or None,
                     difficulty=_difficulty(fields.get("difficulty")))
 
 

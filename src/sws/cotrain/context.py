@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 SLOPE_WINDOW = 5  # steps over which the accuracy slope is fitted
 TOP_REASONS = 3
 TOP_CONCEPTS = 3
+UNLISTED = "(unlisted)"  # the ledger's name for valid tasks of no run category: counted, never in the context
 
 
 @dataclass

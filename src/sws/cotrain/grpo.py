@@ -26,6 +26,8 @@ def group_advantages(rewards: Sequence[float], group_ids: Sequence[int]) -> list
         if len(members) < 2:
             raise ValueError(f"group {group!r} has {len(members)} member; GRPO needs at least 2 per group")
         group_values = values[members]
+        if bool((group_values == group_values[0]).all()):
+            continue  # exactly zero: a rounded mean would leave 1e-13 and cost the row a forward pass
         advantages[members] = (group_values - group_values.mean()) / (group_values.std() + ADVANTAGE_EPS)
     return advantages.tolist()
 
@@ -44,14 +46,18 @@ def trim_whole_groups(group_ids: Sequence[int], multiple_of: int) -> list[int]:
 
 def clipped_surrogate_loss(per_token_logps: torch.Tensor, old_per_token_logps: torch.Tensor,
                            advantages: torch.Tensor, completion_mask: torch.Tensor,
-                           epsilon_low: float = 0.2, epsilon_high: float = 0.2) -> torch.Tensor:
-    """TRL's default GRPO loss (dapo normalisation) over a (batch, tokens) block; `advantages` is (batch,)."""
+                           epsilon_low: float = 0.2, epsilon_high: float = 0.2,
+                           token_count: torch.Tensor | None = None) -> torch.Tensor:
+    """TRL's default GRPO loss (dapo normalisation) over a (batch, tokens) block; `advantages` is (batch,).
+    `token_count`, when given, is the normaliser in place of the block's own completion tokens: the count of a
+    whole batch whose zero-advantage rows (zero loss, zero gradient) were left out of the block."""
     ratio = torch.exp(per_token_logps - old_per_token_logps)
     clipped = torch.clamp(ratio, 1 - epsilon_low, 1 + epsilon_high)
     per_sequence_advantage = advantages.unsqueeze(1)
     per_token_loss = -torch.min(ratio * per_sequence_advantage, clipped * per_sequence_advantage)
     mask = completion_mask.to(per_token_loss.dtype)
-    return (per_token_loss * mask).sum() / mask.sum().clamp(min=1.0)
+    normaliser = mask.sum() if token_count is None else token_count.to(mask.dtype)
+    return (per_token_loss * mask).sum() / normaliser.clamp(min=1.0)
 
 
 def completion_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,

@@ -60,6 +60,10 @@ class Learner(Protocol):
 
     def load(self, folder: Path) -> None: ...
 
+    def close(self, succeeded: bool) -> None:
+        """Release what the policy holds outside this object (a server session); called once, when the arm ends."""
+        ...
+
 
 class TorchLearner:
     """A Hugging Face causal LM trained in this process: sampling and training share the weights, so
@@ -113,10 +117,25 @@ class TorchLearner:
         return prompt_ids, prompt_mask, completion_ids, completion_mask
 
     def forward_backward(self, batch: Sequence[ScoredCompletion], settings: SamplingSettings) -> float:
+        """Rows with a zero advantage add nothing to the loss or its gradient but their tokens to the
+        normaliser, so only the others run through the model (most of a step's groups are all right or all
+        wrong); a batch of zero advantages leaves zero gradients, as the full pass would."""
         if not batch:
             return 0.0
         self.model.train()
         prompt_ids, prompt_mask, completion_ids, completion_mask = self.encode_batch(batch, settings)
+        token_count = completion_mask.sum()
+        rows = [row for row, item in enumerate(batch) if item.advantage != 0]
+        if not rows:
+            for parameter in self.model.parameters():
+                if parameter.grad is None:
+                    parameter.grad = torch.zeros_like(parameter)
+            return 0.0
+        completion_mask = completion_mask[rows]
+        completion_ids = completion_ids[rows, :int(completion_mask.sum(1).max())]
+        completion_mask = completion_mask[:, :completion_ids.shape[1]]
+        prompt_ids, prompt_mask = prompt_ids[rows], prompt_mask[rows]
+        prompt_ids, prompt_mask = prompt_ids[:, prompt_mask.any(0)], prompt_mask[:, prompt_mask.any(0)]
         if len({item.completion.prompt for item in batch}) == 1:
             logps = shared_prompt_completion_logps(self.model, prompt_ids[:1, prompt_mask[0].bool()], completion_ids,
                                                    completion_mask, settings.temperature)
@@ -124,9 +143,9 @@ class TorchLearner:
             logps = completion_logps(self.model, torch.cat([prompt_ids, completion_ids], 1),
                                      torch.cat([prompt_mask, completion_mask], 1), completion_ids.shape[1],
                                      settings.temperature)
-        advantages = torch.tensor([item.advantage for item in batch], dtype=logps.dtype)
+        advantages = torch.tensor([batch[row].advantage for row in rows], dtype=logps.dtype)
         # one optimisation pass per batch of samples: the old policy is the current one (TRL's num_iterations=1)
-        loss = clipped_surrogate_loss(logps, logps.detach(), advantages, completion_mask)
+        loss = clipped_surrogate_loss(logps, logps.detach(), advantages, completion_mask, token_count=token_count)
         loss.backward()
         return float(loss.detach())
 
@@ -149,3 +168,6 @@ class TorchLearner:
         optimizer_file = folder / OPTIMIZER_FILE
         if optimizer_file.exists():
             self.optimizer.load_state_dict(torch.load(optimizer_file, weights_only=True))
+
+    def close(self, succeeded: bool) -> None:
+        return None

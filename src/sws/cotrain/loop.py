@@ -9,9 +9,10 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sws.cotrain.context import Ledger, build_context
+from sws.cotrain.context import UNLISTED, Ledger, build_context
 from sws.cotrain.grpo import group_advantages, trim_whole_groups
 from sws.cotrain.learner import Learner, SamplingSettings, ScoredCompletion
 from sws.cotrain.rewards import TEACHABILITY, TeachabilityCurve, synthesizer_reward
@@ -52,7 +53,12 @@ def is_correct(verifier: Verifier, label: str, completion: str) -> bool:
 
 
 def reasoner_prompt(world: World, problem: str) -> str:
-    return world.policy_prompt(problem)["prompt"]
+    """The policy's prompt as one text (learners take text): a chat world's single user message's content."""
+    request = world.policy_prompt(problem)
+    if "prompt" in request:
+        return request["prompt"]
+    [message] = request["messages"]
+    return message["content"]
 
 
 def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Learner, cards_verifier: CardVerifier,
@@ -88,27 +94,36 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
                      for completion, flag in zip(group, flags, strict=True)]
     kept = trim_whole_groups([task for task, _, _ in reasoner_rows], settings.data_parallel_size)
     reasoner_rows = [reasoner_rows[i] for i in kept]
-    if reasoner_rows:
-        advantages = group_advantages([r for _, _, r in reasoner_rows], [task for task, _, _ in reasoner_rows])
-        reasoner.forward_backward([ScoredCompletion(completion, advantage) for (_, completion, _), advantage
-                                   in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
-        reasoner.optim_step()
-        reasoner.sync_weights()
-        tokens["update"] += sum(completion.tokens for _, completion, _ in reasoner_rows)
-    if settings.update_synthesizer:
-        advantages = group_advantages(trained_rewards, [step] * len(cards))
-        synthesizer.forward_backward([ScoredCompletion(card, advantage) for card, advantage
-                                      in zip(cards, advantages, strict=True)], settings.synthesizer_sampling)
-        synthesizer.optim_step()
-        synthesizer.sync_weights()
-        tokens["update"] += tokens["generate"]
+    # The two updates are independent, so S's runs beside R's (another core here, another request in flight on
+    # a server): the co-trained step then costs little more than the frozen one.
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        synthesizer_update = None
+        if settings.update_synthesizer:
+            advantages = group_advantages(trained_rewards, [step] * len(cards))
+            synthesizer_update = beside.submit(_update, synthesizer, [
+                ScoredCompletion(card, advantage) for card, advantage in zip(cards, advantages, strict=True)],
+                settings.synthesizer_sampling)
+            tokens["update"] += tokens["generate"]
+        if reasoner_rows:
+            advantages = group_advantages([r for _, _, r in reasoner_rows], [task for task, _, _ in reasoner_rows])
+            _update(reasoner, [ScoredCompletion(completion, advantage) for (_, completion, _), advantage
+                               in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
+            tokens["update"] += sum(completion.tokens for _, completion, _ in reasoner_rows)
+        if synthesizer_update is not None:
+            synthesizer_update.result()
     seconds["update"] = time.perf_counter() - clock
 
     _record_in_ledger(ledger, verdicts, valid, correct)
     pool_rows = [_pool_row(step, slot, first_task_id + slot, context_hash, verdict, settings,
                            flags_of.get(id(verdict)), reward)
                  for slot, (verdict, reward) in enumerate(zip(verdicts, rewards, strict=True))]
-    return StepResult(pool_rows, _metrics(step, pool_rows, rewards, seconds, tokens))
+    return StepResult(pool_rows, _metrics(step, pool_rows, verdicts, rewards, seconds, tokens))
+
+
+def _update(learner: Learner, batch: Sequence[ScoredCompletion], settings: SamplingSettings) -> None:
+    learner.forward_backward(batch, settings)
+    learner.optim_step()
+    learner.sync_weights()
 
 
 def _record_in_ledger(ledger: Ledger, verdicts: Sequence[Verdict], valid: Sequence[Verdict],
@@ -116,11 +131,11 @@ def _record_in_ledger(ledger: Ledger, verdicts: Sequence[Verdict], valid: Sequen
     by_category: dict[str, list[bool]] = {}
     unsolved: list[str] = []
     for verdict, flags in zip(valid, correct, strict=True):
-        by_category.setdefault(verdict.category, []).extend(flags)
+        by_category.setdefault(verdict.category or UNLISTED, []).extend(flags)
         if not any(flags):
             unsolved.extend(verdict.concepts)
     ledger.record_step({c: sum(f) / len(f) for c, f in by_category.items()}, unsolved,
-                       [v.category for v in valid], [v.reject_reason for v in verdicts if not v.valid],
+                       [v.category or UNLISTED for v in valid], [v.reject_reason for v in verdicts if not v.valid],
                        len(verdicts))
 
 
@@ -138,8 +153,8 @@ def _pool_row(step: int, slot: int, task_id: int, context_hash: str, verdict: Ve
             "reward": reward}
 
 
-def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds: dict[str, float],
-             tokens: dict[str, int]) -> dict:
+def _metrics(step: int, rows: Sequence[dict], verdicts: Sequence[Verdict], rewards: Sequence[float],
+             seconds: dict[str, float], tokens: dict[str, int]) -> dict:
     generated = len(rows)
     valid = [row for row in rows if row["valid"]]
     productive = sum(0 < row["sr"] < 1 for row in valid)
@@ -148,7 +163,7 @@ def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds:
         histogram[min(int(row["sr"] * SR_BINS), SR_BINS - 1)] += 1
     categories = Counter(row["category"] for row in valid)
     entropy = -sum(n / len(valid) * math.log(n / len(valid)) for n in categories.values()) if valid else 0.0
-    audited = [row for row in valid if row["synth_answer"] is not None]
+    audited = [verdict.synth_agrees for verdict in verdicts if verdict.valid and verdict.synth_agrees is not None]
     return {
         "step": step, "generated": generated, "valid": len(valid), "acceptance": len(valid) / generated,
         "productive": productive, "productive_rate": productive / generated,
@@ -158,7 +173,7 @@ def _metrics(step: int, rows: Sequence[dict], rewards: Sequence[float], seconds:
         "synth_reward_mean": statistics.fmean(rewards), "synth_reward_std": statistics.pstdev(rewards),
         "distinct_problems": len({row["problem"] for row in rows}) / generated,
         "category_entropy": entropy,
-        "synth_label_error": (sum(row["reliability"] == 0 for row in audited) / len(audited)) if audited else None,
+        "synth_label_error": (audited.count(False) / len(audited)) if audited else None,
         **{f"seconds_{phase}": value for phase, value in seconds.items()},
         **{f"tokens_{phase}": value for phase, value in tokens.items()},
     }

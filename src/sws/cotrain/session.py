@@ -22,6 +22,7 @@ import torch
 from sws.atomic_files import fsync, write_text
 from sws.cotrain.backend import CotrainBackendConfig, make_learner
 from sws.cotrain.context import Ledger
+from sws.cotrain.labeler import ConsistencyLabeler
 from sws.cotrain.learner import Learner
 from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
@@ -44,8 +45,8 @@ class ValidationTask:
 @dataclass(frozen=True)
 class ArmRun:
     checkpoints: Path  # the arm's checkpoint folder (the live checkpoint and, during a swap, the new or old one)
-    synthesizer: Path  # initial weights of each policy
-    reasoner: Path
+    synthesizer: Path | None  # initial weights of each policy (None on a Tinker server: its base model)
+    reasoner: Path | None
     steps: int
     seed: int
     settings: StepSettings
@@ -56,6 +57,8 @@ class ArmRun:
     validation_rollouts: int
     # The static arm: the seed set's (problem, answer) pairs stand in for the synthesizer's cards.
     seed_tasks: tuple[tuple[str, str], ...] | None = None
+    # Labels the cards when the world computes none (`World.truth` None); None: the world's truth labels them.
+    labeler: ConsistencyLabeler | None = None
     # What decides the run; a checkpoint of another identity is discarded, never resumed.
     identity: str = ""
     # Where the two policies train: this process, or a Tinker-API server.
@@ -91,16 +94,21 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     synthesizer: Learner = (SeedCards(run.seed_tasks, run.seed) if run.seed_tasks is not None
                             else make_learner(run.backend, "synthesizer", run.synthesizer, run.synthesizer_learning_rate,
                                          run.seed))
-    reasoner = make_learner(run.backend, "reasoner", run.reasoner, run.reasoner_learning_rate, run.seed)
+    try:
+        reasoner = make_learner(run.backend, "reasoner", run.reasoner, run.reasoner_learning_rate, run.seed)
+    except BaseException:
+        synthesizer.close(succeeded=False)
+        raise
     state = (_load(live, synthesizer, reasoner) if (live / STATE_FILE).exists()
              else _State(0, Ledger(), [], random.Random(run.seed), [], []))
     resumed_from_step = state.step
     # The seed set repeats by design, so the static arm dedups within a batch only.
-    cards_verifier = CardVerifier(world.truth, [task.problem for task in run.validation],
+    cards_verifier = CardVerifier(run.labeler or world.truth, [task.problem for task in run.validation], run.categories,
                                   recent_window=0 if run.seed_tasks is not None else 2000)
     cards_verifier.restore(state.recent)
     logger = (step_logger(run.report_to, run.arm_folder, run.arm_folder.name)
               if run.arm_folder is not None and state.step < run.steps else None)
+    succeeded = False
     try:
         while state.step < run.steps:
             result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
@@ -112,10 +120,14 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
             _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
             if logger is not None:
                 logger.log(result.metrics, state.step)
+        validation = _validate(reasoner, run, world)
+        succeeded = True
     finally:
         if logger is not None:
             logger.close()
-    return ArmResult(state.pool, state.metrics, _validate(reasoner, run, world), resumed_from_step)
+        synthesizer.close(succeeded)
+        reasoner.close(succeeded)
+    return ArmResult(state.pool, state.metrics, validation, resumed_from_step)
 
 
 def _validate(reasoner: Learner, run: ArmRun, world: World) -> list[dict]:

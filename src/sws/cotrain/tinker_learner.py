@@ -48,12 +48,24 @@ class TokenizedCompletion:
     advantage: float
 
 
-def tokenize_batch(tokenizer: Any, batch: Sequence[ScoredCompletion], settings: SamplingSettings
+def prompt_tokens(tokenizer: Any, prompt: str, settings: SamplingSettings, chat: bool) -> list[int]:
+    """The prompt as the policy reads it, for sampling and training alike: with `chat`, the system prompt and the
+    prompt as the user's message in the tokenizer's chat template, ready for the assistant's reply; without, the
+    local learner's plain text (system prompt + prompt)."""
+    if not chat:
+        return tokenizer(settings.system_prompt + prompt, add_special_tokens=False)["input_ids"]
+    messages = ([{"role": "system", "content": settings.system_prompt}] if settings.system_prompt else []) + [
+        {"role": "user", "content": prompt}]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def tokenize_batch(tokenizer: Any, batch: Sequence[ScoredCompletion], settings: SamplingSettings, chat: bool
                    ) -> list[TokenizedCompletion]:
-    """The local learner's tokenisation (system prompt + prompt, then the completion and EOS), shifted."""
+    """The prompt (`prompt_tokens`), then the completion and EOS, shifted."""
     rows = []
     for item in batch:
-        prompt = tokenizer(settings.system_prompt + item.completion.prompt, add_special_tokens=False)["input_ids"]
+        prompt = prompt_tokens(tokenizer, item.completion.prompt, settings, chat)
         completion = tokenizer(item.completion.text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         sequence = prompt + completion
         mask = [0.0] * (len(prompt) - 1) + [1.0] * len(completion)
@@ -102,8 +114,15 @@ class TinkerLearner:
     """One policy (a LoRA adapter) on a Tinker-API server, driven through the official client."""
 
     def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str,
-                 server: str = "", timeout_s: float | None = None, key_env: str = "TINKER_API_KEY") -> None:
+                 server: str = "", timeout_s: float | None = None, key_env: str = "TINKER_API_KEY",
+                 service: Any = None, chat_template: bool = False) -> None:
+        if chat_template and tokenizer.chat_template is None:
+            raise UserError(f"error: the {name}'s tokenizer has no chat template (cotrain.{name}.chat_template is "
+                            f"true); fix: set cotrain.{name}.chat_template: false for a base model's plain-text "
+                            "prompts")
+        self.chat_template = chat_template
         self.training_client = training_client
+        self.service = service  # the client's session (None: the caller owns it)
         self.tokenizer = tokenizer
         self.learning_rate = learning_rate
         self.name = name
@@ -127,8 +146,7 @@ class TinkerLearner:
         params = types.SamplingParams(max_tokens=settings.max_new_tokens, temperature=settings.temperature,
                                       stop=[self.tokenizer.eos_token_id])
         futures = [self.sampler.sample(
-            prompt=self._model_input(self.tokenizer(settings.system_prompt + prompt, add_special_tokens=False)
-                                     ["input_ids"]),
+            prompt=self._model_input(prompt_tokens(self.tokenizer, prompt, settings, self.chat_template)),
             num_samples=n, sampling_params=params) for prompt in prompts]
         return [[Completion(prompt, self.tokenizer.decode(sequence.tokens, skip_special_tokens=True),
                             len(sequence.tokens))
@@ -155,7 +173,7 @@ class TinkerLearner:
         if settings.temperature != 1.0:
             raise UserError(f"error: the tinker backend scores tokens at temperature 1 but {self.name} samples "
                             f"at {settings.temperature}; fix: set its temperature to 1.0 or use backend local")
-        rows = tokenize_batch(self.tokenizer, batch, settings)
+        rows = tokenize_batch(self.tokenizer, batch, settings, self.chat_template)
         forward = self._wait(self.training_client.forward(self.datums(rows, None), loss_fn="cross_entropy"),
                              "score the batch")
         old_logprobs = [output["logprobs"].tolist() for output in forward.loss_fn_outputs]
@@ -189,6 +207,15 @@ class TinkerLearner:
         self.version = state["version"]
         self.sync_weights()
 
+    def close(self, succeeded: bool) -> None:
+        """Finish the session, which stops the client's heartbeat threads (the saved states stay on the server).
+        After a failure the finish is sent without waiting, so that the failure is what the user sees."""
+        if self.service is None:
+            return
+        finished = self.service.close("success" if succeeded else "errored")
+        if succeeded:
+            self._wait(finished, "finish the session")
+
 
 def connect(backend: CotrainBackendConfig, policy: TinkerPolicyConfig, learning_rate: float, name: str,
             seed: int) -> TinkerLearner:
@@ -205,8 +232,13 @@ def connect(backend: CotrainBackendConfig, policy: TinkerPolicyConfig, learning_
             service = tinker.ServiceClient(base_url=policy.base_url, api_key=key)
             training_client = service.create_lora_training_client(
                 base_model=policy.base_model, rank=policy.lora_rank, seed=seed).result(timeout=CONNECT_TIMEOUT_S)
-            outcome["learner"] = TinkerLearner(training_client, training_client.get_tokenizer(), learning_rate,
-                                               name, server=server, key_env=backend.api_key_env)
+            try:
+                outcome["learner"] = TinkerLearner(training_client, training_client.get_tokenizer(), learning_rate,
+                                                   name, server=server, key_env=backend.api_key_env,
+                                                   service=service, chat_template=policy.chat_template)
+            except UserError:
+                service.close("errored")  # not awaited: the setting's error is what the user sees
+                raise
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
             outcome["error"] = error
 

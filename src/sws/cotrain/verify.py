@@ -2,8 +2,16 @@
 
 Each card goes through: parse; generate's pre-filters; exact and near dedup against recently accepted tasks
 and the cards already kept in this batch; decontamination against benchmark texts and names (names on word
-boundaries: "claimed" does not contain the benchmark "aime"); the label from the world's truth
-(`World.truth`). The synthesizer's own answer is audited against that label (reliability) and is never the label.
+boundaries: "claimed" does not contain the benchmark "aime"); then the label. A world that computes its own
+(`World.truth`: arith) labels each card as it comes, its reliability the synthesizer's agreement with the truth.
+Otherwise a labeler's consistent samples label the cards that passed the checks, all in one batch
+(`sws.cotrain.labeler`), the reliability being the label's consistency; a card rejected there has already
+claimed its place against a later near-duplicate of the same batch. Its category is the card's, read as the
+categorize step reads a domain (case, spacing, "and" or "&", a listed name's shortening); a category that names
+none of the run's leaves the task valid and uncategorised (None), so free text never becomes a category of the
+context. A card whose problem line carries a worked solution is rejected (`solution_leak`), not cut: the
+synthesizer is to learn not to write one. Either way the synthesizer's own answer is
+audited against the label (`synth_agrees`) and is never the label.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sws.cotrain.cards import CardError, parse_card
+from sws.categorize import listed_domain
+from sws.cotrain.cards import CardError, TaskCard, parse_card
+from sws.cotrain.labeler import ConsistencyLabeler
 from sws.near_duplicates import NearDuplicateIndex
 from sws.problem_filters import prefilter_reason
 from sws.world import Truth
@@ -28,13 +38,14 @@ MAX_TOKENS = 200
 @dataclass(frozen=True)
 class Verdict:
     problem: str
-    answer: str | None  # the label, from the world's truth
+    answer: str | None  # the label: the world's truth or the labeler's consistent answer
     synth_answer: str | None
     category: str | None
     concepts: tuple[str, ...]
     reject_reason: str | None
     quality: float
     reliability: float
+    synth_agrees: bool | None = None  # the audit of the synthesizer's answer (None: it gave none)
 
     @property
     def valid(self) -> bool:
@@ -44,9 +55,11 @@ class Verdict:
 class CardVerifier:
     """Keeps the recently accepted tasks (a bounded window) for dedup across steps."""
 
-    def __init__(self, truth: Callable[[str], Truth], benchmark_texts: Sequence[str],
-                 recent_window: int = 2000) -> None:
-        self._truth = truth
+    def __init__(self, labels: Callable[[str], Truth] | ConsistencyLabeler, benchmark_texts: Sequence[str],
+                 categories: Sequence[str], recent_window: int = 2000) -> None:
+        """`categories`: the run's, which a labeled card's category must name (a world's truth names its own)."""
+        self._labels = labels
+        self._categories = list(categories)
         self._benchmarks = NearDuplicateIndex(NEAR_DUPLICATE_THRESHOLD, NEAR_DUPLICATE_MIN_CHARS)
         for text in benchmark_texts:
             self._benchmarks.add(text, "benchmark")
@@ -57,12 +70,15 @@ class CardVerifier:
         accepted = NearDuplicateIndex(NEAR_DUPLICATE_THRESHOLD, NEAR_DUPLICATE_MIN_CHARS)
         for problem in self._recent:
             accepted.add(problem, "recent")
-        verdicts = []
-        for text in texts:
-            verdict = self._verify(text, accepted)
-            if verdict.valid:
-                accepted.add(verdict.problem, "batch")
-            verdicts.append(verdict)
+        if isinstance(self._labels, ConsistencyLabeler):
+            screened = []
+            for text in texts:
+                screened.append(card := self._screen(text, accepted))
+                if isinstance(card, TaskCard):
+                    accepted.add(card.problem, "batch")
+            verdicts = self._labeled(self._labels, screened)
+        else:
+            verdicts = [self._by_truth(self._labels, text, accepted) for text in texts]
         self._recent.extend(v.problem for v in verdicts if v.valid)
         return verdicts
 
@@ -73,24 +89,50 @@ class CardVerifier:
         self._recent.clear()
         self._recent.extend(recent)
 
-    def _verify(self, text: str, accepted: NearDuplicateIndex) -> Verdict:
+    def _screen(self, text: str, accepted: NearDuplicateIndex) -> Verdict | TaskCard:
+        """The card, once past every check but the label; else its rejection."""
         try:
             card = parse_card(text)
         except CardError as error:
             return Verdict(text.strip(), None, None, None, (), str(error), 0.0, 0.0)
-
-        def reject(reason: str, quality: float = 0.0) -> Verdict:
-            return Verdict(card.problem, None, card.answer, None, (), reason, quality, 0.0)
-
         if reason := prefilter_reason(card.problem, MIN_CHARS, MAX_TOKENS):
-            return reject(reason)
+            return _rejected(card, reason)
         if self._benchmark_name.search(card.problem) or self._benchmarks.find(card.problem):
-            return reject("contaminated")
+            return _rejected(card, "contaminated")
         if accepted.find(card.problem):
-            return reject("duplicate", quality=1.0)
-        truth = self._truth(card.problem)
+            return _rejected(card, "duplicate", quality=1.0)
+        return card
+
+    def _by_truth(self, truth_of: Callable[[str], Truth], text: str, accepted: NearDuplicateIndex) -> Verdict:
+        card = self._screen(text, accepted)
+        if isinstance(card, Verdict):
+            return card
+        truth = truth_of(card.problem)
         if truth.reject_reason is not None:
-            return reject(truth.reject_reason)
-        reliability = 1.0 if card.answer is not None and card.answer.strip() == truth.answer else 0.0
+            return _rejected(card, truth.reject_reason)
+        accepted.add(card.problem, "batch")
+        agrees = None if card.answer is None else card.answer.strip() == truth.answer
         return Verdict(card.problem, truth.answer, card.answer, truth.category, truth.concepts, None,
-                       1.0, reliability)
+                       1.0, 1.0 if agrees else 0.0, agrees)
+
+    def _labeled(self, labeler: ConsistencyLabeler, screened: list[Verdict | TaskCard]) -> list[Verdict]:
+        cards = [card for card in screened if isinstance(card, TaskCard)]
+        labels = iter(labeler.label([card.problem for card in cards]))
+        verdicts = []
+        for card in screened:
+            if isinstance(card, Verdict):
+                verdicts.append(card)
+                continue
+            label = next(labels)
+            if label.reject_reason is not None:
+                verdicts.append(_rejected(card, label.reject_reason))
+                continue
+            agrees = None if card.answer is None else labeler.agrees(label.answer, card.answer)
+            category = listed_domain(card.category, self._categories) if card.category else None
+            verdicts.append(Verdict(card.problem, label.answer, card.answer, category, (), None, 1.0,
+                                    label.consistency, agrees))
+        return verdicts
+
+
+def _rejected(card: TaskCard, reason: str, quality: float = 0.0) -> Verdict:
+    return Verdict(card.problem, None, card.answer, None, (), reason, quality, 0.0)

@@ -24,13 +24,13 @@ import polars as pl
 
 from sws import ui
 from sws.config import PipelineConfig, require_roles
+from sws.consistency import sample_answer
 from sws.grading import GradingPool, grade_many, group_answers
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.prompts import load_template
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
-from sws.stages.label import sample_answer
 from sws.tables import BOOL, FLOAT, STR, STR_LIST
 
 STEP = "audit"

@@ -1,9 +1,11 @@
 """`sws cotrain_<arm>`: SynCo co-training of a synthesizer and the reasoner, one stage per arm of
-`sws.cotrain.arms` (co-trained, frozen, static, shuffled), in a world that brings a synthesizer and computes its
-own labels (`World.synthesizer`, `World.truth`: the arith world, on CPU).
+`sws.cotrain.arms` (co-trained, frozen, static, shuffled). In this process (`cotrain.backend: local`) the world
+must bring a warm-started synthesizer (`World.synthesizer`: the arith world, on CPU); on a Tinker-API server both
+policies are adapters of the server's base model. A world that computes its own labels (`World.truth`) labels the
+cards; otherwise the `labeler` role does, by its consistent samples (`sws.cotrain.labeler`).
 
-Each arm starts from the world's warm-started policy (or `train.init_model`) as the reasoner and the world's
-warm-started synthesizer, runs `cotrain.steps` steps (`sws.cotrain.session`, checkpointed every step in
+Locally each arm starts from the world's warm-started policy (or `train.init_model`) as the reasoner and the
+world's warm-started synthesizer, runs `cotrain.steps` steps (`sws.cotrain.session`, checkpointed every step in
 `cotrain/<arm>/checkpoints`, so a killed run resumes losing at most a step), and writes every candidate task
 (`cotrain/<arm>/pool`), the metrics per step (`cotrain/<arm>/metrics`) and the reasoner's answers to held-out
 tasks of the seed categories (`cotrain/<arm>/validation`), which the verifier keeps out of the training pool.
@@ -13,17 +15,22 @@ from __future__ import annotations
 
 import functools
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from sws.config import CotrainConfig, PipelineConfig
+from sws.config import CotrainConfig, PipelineConfig, require_roles
 from sws.cotrain.arms import COTRAIN_ARMS, CotrainArm
+from sws.cotrain.labeler import ConsistencyLabeler
 from sws.errors import UserError
+from sws.llm_calls import engine_for
 from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput
 from sws.stage import Stage
+from sws.stages.label import template as label_template
 from sws.tables import COTRAIN_METRICS, COTRAIN_POOL, COTRAIN_VALIDATION
 from sws.training.tracking import require_tracker
 from sws.world import BuiltPolicy, World, get_world
@@ -35,13 +42,45 @@ def is_on(arm: CotrainArm, cfg: PipelineConfig) -> bool:
     return arm.name in cfg.cotrain.arms
 
 
-def world_synthesizer(world: World, cfg: PipelineConfig, config_file: Path | str) -> BuiltPolicy:
-    """The world's synthesizer, or one line saying that this world cannot co-train."""
+def world_synthesizer(world: World, cfg: PipelineConfig, config_file: Path | str) -> BuiltPolicy | None:
+    """The world's synthesizer for the local backend (None on a Tinker server, whose base model is the
+    synthesizer), or one line saying that this world cannot co-train in this process."""
+    if cfg.cotrain.backend == "tinker":
+        return None
     synthesizer = world.synthesizer(cfg)
-    if synthesizer is None or world.truth("") is None:
-        raise UserError(f"{config_file}: field 'world' is {cfg.world!r}, which brings no synthesizer and no labels "
-                        "of its own to co-train with; set world: arith or leave cotrain.arms empty")
+    if synthesizer is None:
+        raise UserError(f"{config_file}: field 'cotrain.backend' is 'local', but world {cfg.world!r} brings no "
+                        "synthesizer to co-train in this process; set cotrain.backend: tinker (with "
+                        "cotrain.synthesizer and cotrain.reasoner), or world: arith")
     return synthesizer
+
+
+def labeled_by_samples(world: World) -> bool:
+    """Whether the world computes no labels itself, so the labeler's consistent samples give them."""
+    return world.truth("") is None
+
+
+def card_roles(cfg: PipelineConfig) -> tuple[str, ...]:
+    """The roles labeling the cards calls: the labeler where the world computes no labels."""
+    return ("labeler",) if labeled_by_samples(get_world(cfg.world)) else ()
+
+
+def label_settings(cfg: PipelineConfig) -> dict[str, Any]:
+    return {"labeler": cfg.roles.labeler.model_dump(mode="json") if cfg.roles.labeler else None,
+            "label_samples": cfg.synthesize.label_samples, "min_consistency": cfg.synthesize.min_consistency,
+            "label_prompt": label_template(cfg).digest}
+
+
+@contextmanager
+def card_labeler(world: World, cfg: PipelineConfig, run: RunDir) -> Iterator[ConsistencyLabeler | None]:
+    """The labeler of the cards (None: the world's truth labels them), its engine behind the run's cache."""
+    if not labeled_by_samples(world):
+        yield None
+        return
+    require_roles(cfg, ["labeler"], run.config)
+    with engine_for(cfg.roles.labeler, run.root) as engine:
+        yield ConsistencyLabeler(engine, cfg.roles.labeler, label_template(cfg), cfg.synthesize.label_samples,
+                                 cfg.synthesize.min_consistency, world.verifier, cfg.seed)
 
 
 def reasoner_identity(cfg: PipelineConfig) -> str | None:
@@ -52,9 +91,11 @@ def reasoner_identity(cfg: PipelineConfig) -> str | None:
 
 
 def settings(arm: CotrainArm, cfg: PipelineConfig, options: dict) -> dict[str, Any]:
-    return {"arm": arm.name, "world": cfg.world, "seed": cfg.seed,
+    world = get_world(cfg.world)
+    labels = {"labels": label_settings(cfg)} if labeled_by_samples(world) else {}
+    return {**labels, "arm": arm.name, "world": cfg.world, "seed": cfg.seed,
             "cotrain": cfg.cotrain.model_dump(mode="json", exclude=EXCLUDED_SETTINGS),
-            "synthesizer": synthesizer.identity if (synthesizer := get_world(cfg.world).synthesizer(cfg)) else None,
+            "synthesizer": synthesizer.identity if (synthesizer := world.synthesizer(cfg)) else None,
             "reasoner": reasoner_identity(cfg)}
 
 
@@ -95,18 +136,19 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
     if context.force and folder.exists():
         shutil.rmtree(folder)
     validation = world.fresh_problems(cfg, problems, section.validation_per_category)
-    reasoner = (Path(cfg.train.init_model).expanduser() if cfg.train.init_model
-                else world.built_policy(cfg).build())
-    result = run_arm(ArmRun(
-        checkpoints=folder, synthesizer=synthesizer.build(),
-        reasoner=reasoner, steps=section.steps, seed=cfg.seed, settings=step_settings(arm, section),
-        categories=tuple(sorted(set(problems["category"]))),
-        synthesizer_learning_rate=section.synthesizer_learning_rate,
-        reasoner_learning_rate=section.reasoner_learning_rate, validation=validation_tasks(validation.to_dicts()),
-        validation_rollouts=section.validation_rollouts,
-        seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
-        identity=context.identity, backend=section, report_to=cfg.train.report_to,
-        arm_folder=folder.parent), world)
+    reasoner = (None if section.backend == "tinker" else Path(cfg.train.init_model).expanduser()
+                if cfg.train.init_model else world.built_policy(cfg).build())
+    with card_labeler(world, cfg, run) as labeler:
+        result = run_arm(ArmRun(
+            checkpoints=folder, synthesizer=synthesizer.build() if synthesizer is not None else None,
+            reasoner=reasoner, labeler=labeler, steps=section.steps, seed=cfg.seed,
+            settings=step_settings(arm, section), categories=tuple(sorted(set(problems["category"]))),
+            synthesizer_learning_rate=section.synthesizer_learning_rate,
+            reasoner_learning_rate=section.reasoner_learning_rate,
+            validation=validation_tasks(validation.to_dicts()), validation_rollouts=section.validation_rollouts,
+            seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
+            identity=context.identity, backend=section, report_to=cfg.train.report_to,
+            arm_folder=folder.parent), world)
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
     metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
     answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")
@@ -123,7 +165,8 @@ def declaration(arm: CotrainArm) -> Stage:
         f"cotrain_{arm.name}", f"Co-train (SynCo) the {arm.name} arm: {arm.summary}.",
         functools.partial(cotrain_arm, arm), reads=("problems",), writes=(arm.pool, arm.metrics, arm.validation),
         settings=functools.partial(settings, arm), input_files=reasoner_files,
-        output_files=functools.partial(checkpoints, arm), section="cotrain", float_results=True,
+        output_files=functools.partial(checkpoints, arm), config_roles=card_roles, section="cotrain",
+        float_results=True,
         title=f"cotrain {arm.name}", runs_when=functools.partial(is_on, arm),
         example=f"sws cotrain-{arm.name} --run runs/cotrain --config cotrain")
 

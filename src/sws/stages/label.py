@@ -28,10 +28,16 @@ import polars as pl
 
 from sws import text_hygiene, ui
 from sws.config import EngineConfig, PipelineConfig
+from sws.consistency import (
+    WEAK_TO_STRONG_MIN_CONSISTENCY,
+    sample_answer,
+    teacher_labels,
+    teacher_reason,
+)
 from sws.engines import Completion, Request
 from sws.engines.fanout import fan_out
 from sws.executors import Executor
-from sws.grading import GradingPool, equivalent, graded_count, group_answers, shared_pool
+from sws.grading import equivalent, graded_count, shared_pool
 from sws.llm_calls import request_seed, role_request
 from sws.parsing import split_solution
 from sws.policy import Sampling, policy_role, sample_and_grade
@@ -44,10 +50,6 @@ from sws.verifier import Verifier
 from sws.world import get_world
 
 STEP = "label"
-WEAK_TO_STRONG_MIN_CONSISTENCY = 0.5
-# The reject reason of a problem whose largest answer group another group ties (4 of 8 against 4 of 8): a
-# label needs a strict majority among the groups, whatever synthesize.min_consistency allows.
-TIED = "tied_answers"
 LABEL_SCHEMA = {"answer": STR, "consistency": FLOAT, "answers": STR_LIST, "student_agreement": FLOAT}
 
 
@@ -71,21 +73,6 @@ def student_model(cfg: PipelineConfig, run: RunDir) -> list[Path]:
 
 def template(cfg: PipelineConfig) -> PromptTemplate:
     return load_template("label", cfg.synthesize.prompt_dir, cfg.world)
-
-
-def teacher_label(answers: list[str | None], pool: GradingPool) -> tuple[str | None, float, bool]:
-    """The answer of the largest equivalence group, that group's share of all samples (None, 0 if none), and
-    whether another group is as large (a tie: no majority names the label)."""
-    groups = group_answers(answers, pool)
-    if not groups:
-        return None, 0.0, False
-    tied = len(groups) > 1 and len(groups[1].members) == len(groups[0].members)
-    return groups[0].answer, len(groups[0].members) / len(answers), tied
-
-
-def teacher_labels(sampled: list[list[str | None]], pool: GradingPool) -> list[tuple[str | None, float, bool]]:
-    """A grading body for an executor (`sws.executors`): `teacher_label` of each problem's sampled answers."""
-    return [teacher_label(answers, pool) for answers in sampled]
 
 
 def label(context: StageContext) -> StageOutput:
@@ -113,7 +100,7 @@ def label(context: StageContext) -> StageOutput:
     verifier = context.world.verifier
     answers = [[sample_answer(completion, verifier) for completion in samples] for samples in completions]
     labels = executor.map_graded(teacher_labels, answers)
-    reasons = [_teacher_reason(answer, consistency, tied, synth.min_consistency, student is not None)
+    reasons = [teacher_reason(answer, consistency, tied, synth.min_consistency, student is not None)
                for answer, consistency, tied in labels]
     for index, ((answer, _, _), solution) in enumerate(zip(labels, leaked, strict=True)):
         if reasons[index] is None and copies_solution(answer, solution, verifier):
@@ -184,26 +171,10 @@ def label_settled(top: int, drawn: int, total: int, min_consistency: float, weak
     return drawn >= total or not passes(top + left) or (passes(top) and 2 * top > total)
 
 
-def sample_answer(completion: Completion, verifier: Verifier) -> str | None:
-    """A labeler sample's final answer; None when it was cut off at max_tokens."""
-    return None if completion.truncated else verifier.extract(completion.text)
-
-
 def copies_solution(answer: str | None, leaked_solution: str | None, verifier: Verifier) -> bool:
     """Whether a label is the answer of a solution that the problem text itself carries."""
     stated = verifier.extract(leaked_solution) if leaked_solution else None
     return answer is not None and stated is not None and equivalent(stated, answer, shared_pool(verifier))
-
-
-def _teacher_reason(answer: str | None, consistency: float, tied: bool, min_consistency: float,
-                    weak_to_strong: bool) -> str | None:
-    if answer is None:
-        return "no_answer"
-    if tied:
-        return TIED
-    if consistency < min_consistency or (weak_to_strong and consistency <= WEAK_TO_STRONG_MIN_CONSISTENCY):
-        return "low_consistency"
-    return None
 
 
 def _student_agreement(

@@ -128,12 +128,14 @@ img {{ max-width: 100%; }} .missing {{ color: #888; font-style: italic; }}
 
 
 def roles_of(cfg: PipelineConfig) -> list[tuple[str, EngineConfig]]:
-    return [
+    """The roles the config sets (a co-training pipeline in the math world sets only its labeler)."""
+    roles = [
         ("extractor", cfg.roles.extractor), ("generator", cfg.roles.generator), ("labeler", cfg.roles.labeler),
-        ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges)),
+        ("policy", cfg.roles.policy), *((f"judge {i + 1}", judge) for i, judge in enumerate(cfg.roles.judges or [])),
         *([("categorizer", cfg.roles.categorizer)] if cfg.prepare.categorize and cfg.roles.categorizer else []),
         *([("auditor", cfg.roles.auditor)] if cfg.roles.auditor is not None else []),
     ]
+    return [(name, role) for name, role in roles if role is not None]
 
 
 def built_in_teacher_roles(cfg: PipelineConfig) -> list[str]:

@@ -18,6 +18,7 @@ import polars as pl
 
 from sws import ui
 from sws.config import EngineConfig, PipelineConfig
+from sws.consistency import sample_answer
 from sws.engines import Completion
 from sws.engines.fanout import fan_out
 from sws.errors import UserError
@@ -28,7 +29,6 @@ from sws.run_dir import RunDir
 from sws.runner import StageContext, StageOutput, scoped
 from sws.stage import Stage
 from sws.stages import audit
-from sws.stages.label import sample_answer
 
 STEP = "score"
 # Accuracies are ratios of small integers; this keeps 0.75 (say) inside a band ending at 0.75.

@@ -43,16 +43,32 @@ def test_a_generated_problem_shows_every_requested_concept_of_real_problems(k):
 
 @pytest.mark.parametrize(("category", "concepts"), [
     ("addition", ["long division"]),
-    ("addition", ["one-digit numbers", "three-digit numbers"]),
+    ("addition", ["addition", "long division", "remainder of one", "squaring a number"]),
     ("remainders", ["place value"]),
     ("multi_step", ["precedence trap"]),
     ("geometry", ["addition"]),
 ])
-def test_a_set_no_problem_of_the_category_shows_is_refused_and_the_generate_stage_rejects_it(category, concepts):
+def test_a_set_the_category_can_mostly_not_show_is_refused_and_the_generate_stage_rejects_it(category, concepts):
     text = generate(category, concepts)
     assert "I cannot build such a problem" in text and "### Problem" not in text
     problem, reason = screen_generation(Completion(text, len(text.split()), "stop"), 10, 400)
     assert (problem, reason) == (None, "refused")
+
+
+@pytest.mark.parametrize(("category", "concepts", "one_of"), [
+    ("addition", ["one-digit numbers", "three-digit numbers"], {"one-digit numbers", "three-digit numbers"}),
+    ("subtraction", ["subtraction", "borrowing across a zero", "one-digit numbers"],
+     {"borrowing across a zero", "one-digit numbers"}),
+    ("addition", ["addition", "carrying into the tens", "long division"], {"long division"}),
+])
+def test_concepts_that_cannot_meet_in_one_problem_give_the_nearest_problem_naming_what_it_left_out(
+        category, concepts, one_of):
+    text = generate(category, concepts)
+    shown = set(solve(parse_problem(text)).concepts)
+    left_out = [concept for concept in concepts if concept not in shown]
+    assert len(left_out) == 1 and left_out[0] in one_of, (text, shown)
+    assert f"I leave out {left_out[0]}: no {category} problem I can write shows them with the rest." in text
+    assert set(concepts) - set(left_out) <= shown
 
 
 def test_unknown_concepts_are_named_as_ignored_and_the_known_ones_built():

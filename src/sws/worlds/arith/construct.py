@@ -2,8 +2,10 @@
 
 It draws expressions of its own shapes for the requested category (operand and term counts, digit counts set
 by the level, parentheses), never from the families' samplers (which the held-out sets draw from), and keeps the
-first whose `truth.concepts_of` contains every requested concept the vocabulary knows. A set no problem of the
-category shows is refused with the reason, as a careful teacher would refuse it.
+one whose `truth.concepts_of` shows the most requested concepts the vocabulary knows (the first that shows all of
+them ends the search). As a model asked for concepts that cannot meet in one problem would, it writes the nearest
+problem and names what it left out; it refuses only a set it can mostly not show (fewer than half of the known
+concepts), with the reason.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ VOCABULARY_DRAWS = 4000
 
 @dataclass(frozen=True)
 class Construction:
-    """The expression built (None when refused), the requested concepts it ignored as unknown, and why a
-    refusal refused."""
+    """The expression built (None when refused), the requested concepts it ignored as unknown, the known ones
+    it left out (no problem it found shows them with the rest), and why a refusal refused."""
 
     expression: Node | None
     ignored: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
     refusal: str = ""
 
 
@@ -150,20 +153,33 @@ def normalized(concept: str) -> str:
 
 
 def construct(category: str, concepts: list[str], level: str, rng: random.Random) -> Construction:
-    """The first drawn expression of `category` showing every requested concept the vocabulary knows: up to
-    DRAWS_PER_LEVEL draws at `level`, then as many at any level; refused when no such expression was found."""
+    """The drawn expression of `category` showing the most requested concepts the vocabulary knows: up to
+    DRAWS_PER_LEVEL draws at `level`, then as many at any level, until one shows every concept the category's
+    shapes can show. Refused when the best shows fewer than half of the known concepts."""
     wanted = list(dict.fromkeys(normalized(concept) for concept in concepts))
     ignored = [concept for concept in wanted if concept not in c.VOCABULARY]
-    known = {concept for concept in wanted if concept in c.VOCABULARY}
+    known = [concept for concept in wanted if concept in c.VOCABULARY]
+    topic = category.replace("_", " ")
     if category not in SHAPES:
-        return Construction(None, ignored, f"the arith world has no category '{category}'")
-    foreign = sorted(known - category_vocabulary(category))
-    if foreign:
-        return Construction(None, ignored, f"no {category.replace('_', ' ')} problem shows {', '.join(foreign)}")
+        return Construction(None, ignored, known, f"the arith world has no category '{category}'")
+    reachable = set(known) & category_vocabulary(category)
+    if 2 * len(reachable) < len(known):
+        foreign = [concept for concept in known if concept not in reachable]
+        return Construction(None, ignored, known, f"no {topic} problem shows {', '.join(foreign)}")
+    best: Node | None = None
+    best_shown: set[str] = set()
     levels = [level if level in LEVEL_DIGITS else "medium"] * DRAWS_PER_LEVEL + [""] * DRAWS_PER_LEVEL
     for draw_level in levels:
         expression = _draw(category, draw_level or rng.choice(tuple(LEVEL_DIGITS)), rng)
-        if expression is not None and known <= set(concepts_of(expression, category)):
-            return Construction(expression, ignored)
-    return Construction(None, ignored, f"no {category.replace('_', ' ')} problem I tried shows all of "
-                                       f"{', '.join(sorted(known))} together")
+        if expression is None:
+            continue
+        shown = reachable & set(concepts_of(expression, category))
+        if best is None or len(shown) > len(best_shown):
+            best, best_shown = expression, shown
+        if shown == reachable:
+            break
+    left_out = [concept for concept in known if concept not in best_shown]
+    if best is None or 2 * len(best_shown) < len(known):
+        return Construction(None, ignored, left_out, f"no {topic} problem I tried shows more than "
+                                                     f"{len(best_shown)} of {', '.join(known)}")
+    return Construction(best, ignored, left_out)

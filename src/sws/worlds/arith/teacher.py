@@ -139,8 +139,9 @@ def generate_text(
     run_on: random.Random | None = None, adapt: tuple[str, str] | None = None,
 ) -> str:
     """Some planning, then one problem under `### Problem`; at most one defect, drawn at the given rates.
-    The problem is built to show every requested concept the vocabulary knows (`construct`); the plan names
-    the unknown ones it ignores, and a set no problem of the category shows gets a refusal without a problem.
+    The problem is built to show as many requested concepts as one problem can (`construct`); the plan names
+    the unknown ones it ignores and the known ones it left out, and a set it can mostly not show gets a refusal
+    without a problem.
     With a `run_on` random stream, a worked solution follows the problem (`run_on_text`). Each variant of a
     request (its `instance` field) draws from a stream of its own (the engine keys `rng` by the fields), as a
     model asked for another variant writes another problem. `adapt` (direction, source problem) asks for an
@@ -151,6 +152,9 @@ def generate_text(
         built = construct(category, concepts, level, rng)
         if built.ignored:
             plan += f"I leave out {', '.join(built.ignored)}: no concept of arithmetic I know.\n"
+        if built.left_out and built.expression is not None:
+            plan += (f"I leave out {', '.join(built.left_out)}: "
+                     f"no {topic} problem I can write shows them with the rest.\n")
         if built.expression is None:
             return plan + f"\nI cannot build such a problem: {built.refusal}.\n"
         text = problem_text(built.expression)

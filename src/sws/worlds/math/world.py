@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
+
 from sws.world import CategoryExample, World
+from sws.worlds.math.validation import validation_problems
 from sws.worlds.math.verifier import MathVerifier
 
 MATH_SUBJECTS = (
@@ -70,6 +73,12 @@ class MathWorld(World):
     def policy_prompt(self, problem: str) -> dict[str, Any]:
         # A chat model gets the problem with the usual boxed-answer instruction as one user message.
         return {"messages": ({"role": "user", "content": f"{problem}\n\n{INSTRUCTION}"},)}
+
+    def fresh_problems(self, cfg: Any, seed_problems: pl.DataFrame, n_per_category: int,
+                       exclude: set[str] = frozenset()) -> pl.DataFrame:
+        """MATH-500 problems of the seed subjects (co-training's validation tasks); no labels of its own, so
+        `truth` stays None and a labeler's consistent samples label the synthesizer's cards."""
+        return validation_problems(n_per_category, cfg.seed, seed_problems, exclude)
 
 
 WORLD = MathWorld()

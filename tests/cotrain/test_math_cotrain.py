@@ -1,0 +1,128 @@
+"""`sws run` of a co-training pipeline in the math world: both policies on a Tinker-API server (the fake one of
+tests/_tinker_server.py, through the real client), the cards labeled by a labeler engine's consistent samples,
+the validation tasks drawn from MATH-500; and one error line for the local backend, which has no math
+synthesizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tinker")
+
+from _http_serving import running  # noqa: E402
+from _tinker_server import FakeTinker  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import sws.engines  # noqa: E402
+from sws.cli import app  # noqa: E402
+from sws.engines import CachedEngine, Completion, Engine, Request, cache_identity  # noqa: E402
+from sws.near_duplicates import problem_key  # noqa: E402
+from sws.tables import read_parquet  # noqa: E402
+from sws.worlds.arith.tokenizer import build_tokenizer  # noqa: E402
+
+# Every sample the fake server returns, cards and solutions alike: a card whose own answer is 7, ending in \boxed{7}.
+CARD = "problem: What is 3 + 4 if you add them up?\nanswer: 7\ncategory: Algebra\nSo it is $\\boxed{7}$."
+SEEDS = [("Solve $2x + 1 = 5$ for $x$.", "2", "Algebra"), ("What is $5 - 2$ times $3$?", "9", "Prealgebra")]
+
+
+class Labeler(Engine):
+    """The labeler: three of four samples say 7."""
+
+    name = "labeler"
+    model = "labeler"
+    honours_n = True
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def generate(self, requests: list[Request]) -> list[list[Completion]]:
+        self.asked += [request.fields["problem"] for request in requests]
+        return [[Completion(f"So $\\boxed{{{answer}}}$.") for answer in ("7", "7", "7", "8")][:request.n]
+                for request in requests]
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def labeler_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")  # the labeler's server needs none; preflight asks it is set
+
+
+@pytest.fixture
+def server(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TINKER_TELEMETRY", "0")
+    monkeypatch.setenv("TINKER_API_KEY", "tml-math-cotrain-test-key")
+    tokenizer = build_tokenizer()
+    folder = tmp_path_factory.mktemp("tinker-tokenizer")
+    tokenizer.save_pretrained(folder)
+    tokens = tokenizer(CARD, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    with running(FakeTinker(folder, tokens)) as fake:
+        yield fake
+
+
+@pytest.fixture
+def labeler(monkeypatch) -> Labeler:
+    engine, real = Labeler(), sws.engines.make_engine
+    monkeypatch.setattr(sws.engines, "make_engine", lambda cfg, cache=None: (
+        CachedEngine(engine, cache, cache_identity(cfg)) if cfg.model == "labeler" else real(cfg, cache)))
+    return engine
+
+
+def pipeline(tmp_path: Path, base_url: str, backend: str = "tinker") -> Path:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("".join(json.dumps({"problem": p, "answer": a, "category": c}) + "\n" for p, a, c in SEEDS))
+    policy = {"base_url": base_url, "base_model": "Qwen/Qwen3-0.6B", "lora_rank": 8, "chat_template": False}
+    config = {
+        "world": "math", "prepare": {"input": str(seeds)},
+        "roles": {"labeler": {"engine": "openai", "model": "labeler",
+                              "options": {"base_url": "http://127.0.0.1:9/v1"}}},
+        "synthesize": {"label_samples": 4, "min_consistency": 0.5},
+        "cotrain": {"arms": ["cotrained"], "only": True, "steps": 2, "batch_size": 2, "rollouts": 2,
+                    "backend": backend, "synthesizer": policy, "reasoner": policy,
+                    "validation_per_category": 2, "validation_rollouts": 2},
+    }
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_math_cotrains_on_tinker_with_the_labelers_consistent_answer_as_the_label(server, labeler, tmp_path):
+    run = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(pipeline(tmp_path, server.base_url)), "--run", str(run)])
+    assert result.exit_code == 0, result.output
+    pool = read_parquet(run / "cotrain" / "cotrained" / "pool.parquet").sort("task_id")
+    # step 0: the card and its copy; step 1: the same card, now a recent task
+    assert pool["reject_reason"].to_list() == [None, "duplicate", "duplicate", "duplicate"]
+    valid = pool.row(0, named=True)
+    assert (valid["answer"], valid["reliability"], valid["synth_answer"], valid["category"]) == (
+        "7", 0.75, "7", "Algebra")
+    assert (valid["k"], valid["n_correct"]) == (2, 2)  # the server's rollouts end in \boxed{7}
+    assert labeler.asked == ["What is 3 + 4 if you add them up?"]  # only the card past the checks
+    validation = read_parquet(run / "cotrain" / "cotrained" / "validation.parquet")
+    assert sorted(validation["category"]) == ["Algebra", "Algebra", "Prealgebra", "Prealgebra"]
+    assert not {problem_key(p) for p in validation["problem"]} & {problem_key(p) for p, _, _ in SEEDS}
+    # both policies' sessions are finished when the arm ends (their heartbeats stop)
+    assert [body["reason"]["type"] for body in server.bodies("sessions/session-0/finish")] == ["success"] * 2
+
+
+def test_math_on_the_local_backend_is_one_error_line(tmp_path):
+    config = pipeline(tmp_path, "http://127.0.0.1:9", backend="local")
+    result = CliRunner().invoke(app, ["run", str(config), "--run", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    [line] = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "cotrain.backend" in line and "set cotrain.backend: tinker" in line
+
+
+def test_a_labeler_that_cannot_start_stops_the_run_before_its_first_stage(tmp_path):
+    config = json.loads(pipeline(tmp_path, "http://127.0.0.1:9").read_text())
+    config["roles"]["labeler"] = {"engine": "hf", "model": str(tmp_path / "no-such-model")}
+    (tmp_path / "pipeline.yaml").write_text(json.dumps(config))
+    run = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "pipeline.yaml"), "--run", str(run)])
+    assert result.exit_code == 2
+    assert "no-such-model" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (run / "problems.parquet").exists()  # found before prepare, not after it
