@@ -131,7 +131,8 @@ class _TrainingClient:
 @pytest.fixture
 def remote() -> TinkerLearner:
     tokenizer = build_tokenizer()
-    return TinkerLearner(_TrainingClient(tokenizer), tokenizer, learning_rate=3e-6, name="synthesizer")
+    return TinkerLearner(_TrainingClient(tokenizer), tokenizer, learning_rate=3e-6, name="synthesizer",
+                         chat_template=False)  # the arith tokenizer has none
 
 
 def test_a_training_step_sends_the_forward_then_the_ppo_datums(remote: TinkerLearner) -> None:

@@ -69,13 +69,28 @@ def _connect(server: FakeTinker, tmp_path: Path, chat_template: bool = True):
                         seed=7)
 
 
+@pytest.fixture
+def connect(fake, tmp_path):
+    """Connects learners to the fake server, and finishes their sessions after the test: an open session's
+    heartbeat would outlive the server and warn for the rest of the test run."""
+    learners = []
+
+    def connect(chat_template: bool = True):
+        learners.append(_connect(fake, tmp_path, chat_template))
+        return learners[-1]
+
+    yield connect
+    for learner in learners:
+        learner.close(succeeded=False)
+
+
 def _sent_prompts(server: FakeTinker) -> list[list[int]]:
     """The prompts of the sampling requests, sorted: the requests go out concurrently, in either order."""
     return sorted(chunk["tokens"] for body in server.bodies("asample") for chunk in body["prompt"]["chunks"])
 
 
-def test_connect_creates_a_lora_adapter_on_the_base_model_sending_the_key(fake, tmp_path) -> None:
-    learner = _connect(fake, tmp_path)
+def test_connect_creates_a_lora_adapter_on_the_base_model_sending_the_key(fake, connect, tmp_path) -> None:
+    learner = connect()
     paths = [path.removeprefix("/api/v1/") for path, _ in fake.requests]
     assert paths[:4] == ["client/config", "client/dynamic_config", "create_session", "create_model"]
     assert {"get_info", "save_weights_for_sampler"} <= set(paths)
@@ -87,8 +102,8 @@ def test_connect_creates_a_lora_adapter_on_the_base_model_sending_the_key(fake, 
     assert learner.tokenizer("1+1=")["input_ids"] == build_tokenizer()("1+1=")["input_ids"]
 
 
-def test_a_training_step_sends_the_forward_then_the_ppo_datums_then_adam(fake, tokenizer, tmp_path) -> None:
-    learner = _connect(fake, tmp_path)
+def test_a_training_step_sends_the_forward_then_the_ppo_datums_then_adam(fake, connect, tokenizer, tmp_path) -> None:
+    learner = connect()
     value = learner.forward_backward(BATCH, SETTINGS)
     learner.optim_step()
     rows = tokenize_batch(tokenizer, BATCH, SETTINGS, chat=True)
@@ -113,8 +128,8 @@ def test_a_training_step_sends_the_forward_then_the_ppo_datums_then_adam(fake, t
                                    "weight_decay": 0.0, "grad_clip_norm": 1.0}
 
 
-def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, tokenizer, tmp_path) -> None:
-    learner = _connect(fake, tmp_path)
+def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, connect, tokenizer, tmp_path) -> None:
+    learner = connect()
     settings = SamplingSettings(temperature=0.6, max_new_tokens=5, system_prompt="You write tasks. ")
     completions = learner.sample(["1+1=", "2*3="], 3, settings)
     assert _sent_prompts(fake) == sorted(  # the chat template's rendering, ready for the reply
@@ -129,8 +144,8 @@ def test_sampling_sends_the_prompt_n_temperature_length_and_eos_stop(fake, token
                            [Completion("2*3=", SAMPLE_TEXT, generated)] * 3]
 
 
-def test_a_base_model_policy_samples_and_trains_on_plain_text(fake, tokenizer, tmp_path) -> None:
-    learner = _connect(fake, tmp_path, chat_template=False)
+def test_a_base_model_policy_samples_and_trains_on_plain_text(fake, connect, tokenizer, tmp_path) -> None:
+    learner = connect(chat_template=False)
     learner.sample(["1+1="], 2, SETTINGS)
     assert _sent_prompts(fake) == [tokenizer("S: 1+1=", add_special_tokens=False)["input_ids"]]
     learner.forward_backward(BATCH[:1], SETTINGS)
@@ -140,8 +155,8 @@ def test_a_base_model_policy_samples_and_trains_on_plain_text(fake, tokenizer, t
     assert forward["data"][0]["loss_fn_inputs"]["weights"].count(0.0) == len(prompt) - 1
 
 
-def test_the_chat_prompt_trained_on_is_the_one_sampled(fake, tokenizer, tmp_path) -> None:
-    learner = _connect(fake, tmp_path)
+def test_the_chat_prompt_trained_on_is_the_one_sampled(fake, connect, tokenizer, tmp_path) -> None:
+    learner = connect()
     learner.sample(["3+4="], 2, SETTINGS)
     learner.forward_backward(BATCH[:1], SETTINGS)
     (sampled,) = _sent_prompts(fake)
@@ -164,8 +179,8 @@ def test_a_tokenizer_without_a_chat_template_is_refused_in_one_line(tmp_path, mo
     assert "cotrain.synthesizer.chat_template: false" in message
 
 
-def test_save_keeps_the_state_path_and_load_asks_for_it_with_the_optimizer(fake, tmp_path) -> None:
-    learner = _connect(fake, tmp_path)
+def test_save_keeps_the_state_path_and_load_asks_for_it_with_the_optimizer(fake, connect, tmp_path) -> None:
+    learner = connect()
     learner.forward_backward(BATCH, SETTINGS)
     learner.optim_step()
     folder = tmp_path / "synthesizer"
@@ -193,7 +208,7 @@ def _one_line_naming_the_server(error: UserError, server: FakeTinker) -> str:
 
 @pytest.mark.parametrize("failure, reason", [(401, "HTTP 401"), (500, "no result within"),
                                              ("hang", "no result within")])
-def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, tmp_path, monkeypatch, failure,
+def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, connect, tmp_path, monkeypatch, failure,
                                                                        reason) -> None:
     monkeypatch.setattr(tinker_learner, "CONNECT_TIMEOUT_S", BOUND_S)
     if failure == "hang":
@@ -202,15 +217,15 @@ def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, tmp_
         fake.fail_status = failure
     started = time.monotonic()
     with pytest.raises(UserError) as caught:
-        _connect(fake, tmp_path)
+        connect()
     assert time.monotonic() - started < BOUND_S + 2
     message = _one_line_naming_the_server(caught.value, fake)
     assert reason in message and ("TINKER_API_KEY" in message) == (failure == 401)
 
 
 @pytest.mark.parametrize("failure", [401, 500, "hang"])
-def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time(fake, tmp_path, failure) -> None:
-    learner = _connect(fake, tmp_path)
+def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time(fake, connect, tmp_path, failure) -> None:
+    learner = connect()
     learner.timeout_s = BOUND_S
     if failure == "hang":
         fake.stall.set()
@@ -223,17 +238,17 @@ def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time
     _one_line_naming_the_server(caught.value, fake)
 
 
-def test_a_key_the_client_refuses_is_named_in_one_line(fake, tmp_path, monkeypatch) -> None:
+def test_a_key_the_client_refuses_is_named_in_one_line(fake, connect, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TINKER_API_KEY", "not-a-tinker-key")
     with pytest.raises(UserError, match=r"tml-.*fix:|fix:.*tml-") as caught:
-        _connect(fake, tmp_path)
+        connect()
     assert "\n" not in str(caught.value)
 
 
-def test_closing_finishes_the_session_as_the_arm_ended(fake, tmp_path) -> None:
-    _connect(fake, tmp_path).close(succeeded=True)
+def test_closing_finishes_the_session_as_the_arm_ended(fake, connect, tmp_path) -> None:
+    connect().close(succeeded=True)
     assert [body["reason"]["type"] for body in fake.bodies("sessions/session-0/finish")] == ["success"]
-    _connect(fake, tmp_path).close(succeeded=False)  # sent, not awaited: the arm's own error is what counts
+    connect().close(succeeded=False)  # sent, not awaited: the arm's own error is what counts
     deadline = time.monotonic() + BOUND_S
     while len(fake.bodies("sessions/session-0/finish")) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)

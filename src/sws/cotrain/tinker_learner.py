@@ -113,9 +113,9 @@ def _tinker() -> Any:
 class TinkerLearner:
     """One policy (a LoRA adapter) on a Tinker-API server, driven through the official client."""
 
-    def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str,
-                 server: str = "", timeout_s: float | None = None, key_env: str = "TINKER_API_KEY",
-                 service: Any = None, chat_template: bool = False) -> None:
+    def __init__(self, training_client: Any, tokenizer: Any, learning_rate: float, name: str, *,
+                 chat_template: bool, server: str = "", timeout_s: float | None = None,
+                 key_env: str = "TINKER_API_KEY", service: Any = None) -> None:
         if chat_template and tokenizer.chat_template is None:
             raise UserError(f"error: the {name}'s tokenizer has no chat template (cotrain.{name}.chat_template is "
                             f"true); fix: set cotrain.{name}.chat_template: false for a base model's plain-text "
