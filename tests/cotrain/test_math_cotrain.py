@@ -126,3 +126,31 @@ def test_a_labeler_that_cannot_start_stops_the_run_before_its_first_stage(tmp_pa
     assert result.exit_code == 2
     assert "no-such-model" in result.output and len(result.output.strip().splitlines()) == 1
     assert not (run / "problems.parquet").exists()  # found before prepare, not after it
+
+
+
+def test_without_a_labeler_a_run_is_one_error_line_naming_the_role_before_its_first_stage(tmp_path):
+    run = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(_without_labeler(tmp_path)), "--run", str(run)])
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert "'roles.labeler' is not set" in line
+    assert not (run / "problems.parquet").exists()
+
+
+def test_without_a_labeler_an_arms_command_is_one_error_line_naming_the_role(tmp_path):
+    config, run = _without_labeler(tmp_path), tmp_path / "run"
+    assert CliRunner().invoke(app, ["prepare", "--config", str(config), "--run", str(run)]).exit_code == 0
+    result = CliRunner().invoke(app, ["cotrain-cotrained", "--config", str(config), "--run", str(run)])
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert "'roles.labeler' is not set" in line
+    assert not (run / "cotrain").exists()
+
+
+def _without_labeler(tmp_path: Path) -> Path:
+    config = json.loads(pipeline(tmp_path, "http://127.0.0.1:9").read_text())
+    del config["roles"]
+    path = tmp_path / "no-labeler.yaml"
+    path.write_text(json.dumps(config))
+    return path

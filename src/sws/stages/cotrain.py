@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from sws.config import CotrainConfig, PipelineConfig, require_roles
+from sws.config import CotrainConfig, PipelineConfig
 from sws.cotrain.arms import COTRAIN_ARMS, CotrainArm
 from sws.cotrain.labeler import ConsistencyLabeler
 from sws.errors import UserError
@@ -73,11 +73,11 @@ def label_settings(cfg: PipelineConfig) -> dict[str, Any]:
 
 @contextmanager
 def card_labeler(world: World, cfg: PipelineConfig, run: RunDir) -> Iterator[ConsistencyLabeler | None]:
-    """The labeler of the cards (None: the world's truth labels them), its engine behind the run's cache."""
+    """The labeler of the cards (None: the world's truth labels them), its engine behind the run's cache. That
+    the role is set, preflight checked (`card_roles`)."""
     if not labeled_by_samples(world):
         yield None
         return
-    require_roles(cfg, ["labeler"], run.config)
     with engine_for(cfg.roles.labeler, run.root) as engine:
         yield ConsistencyLabeler(engine, cfg.roles.labeler, label_template(cfg), cfg.synthesize.label_samples,
                                  cfg.synthesize.min_consistency, world.verifier, cfg.seed)
