@@ -8,6 +8,7 @@ import pytest
 from sws.concept_sampling import (
     SamplerSettings,
     build_graph,
+    draw_concept_sets,
     next_concept_probabilities,
     sample_concept_sets,
     sample_indices,
@@ -146,3 +147,38 @@ def test_set_size_larger_than_the_category_takes_every_concept() -> None:
     graph = build_graph([["a", "b"]], {"a": unit(1, 0), "b": unit(0, 1)})
     sets, _ = sample_concept_sets(graph, 5, SamplerSettings(set_size=5), ["easy"], np.random.default_rng(0))
     assert [sorted(drawn.concepts) for drawn in sets] == [["a", "b"]]
+
+
+def set_probabilities(graph, settings: SamplerSettings) -> dict[frozenset[str], float]:
+    """The exact probability of each unordered 2-concept set: first by frequency, then the next-concept law."""
+    first = graph.frequency / graph.frequency.sum()
+    exact: Counter = Counter()
+    for i in range(graph.size):
+        second = next_concept_probabilities(graph, [i], settings)
+        for j in range(graph.size):
+            if second[j] > 0:
+                exact[frozenset({graph.concepts[i], graph.concepts[j]})] += first[i] * second[j]
+    return dict(exact)
+
+
+def test_repeated_draws_follow_the_sampling_distribution_and_distinct_sets_do_not() -> None:
+    from scipy.stats import chisquare
+
+    lists = [["a", "b"]] * 6 + [["a", "c"]] * 3 + [["c", "d"]] + [["b", "d", "e"]]
+    embeddings = {name: unit(1, index) for index, name in enumerate("abcde")}
+    graph = build_graph(lists, embeddings)
+    settings = SamplerSettings(set_size=2, temperature=0.5)
+    exact = set_probabilities(graph, settings)
+    assert sum(exact.values()) == pytest.approx(1.0)
+    n = 6000
+    drawn = Counter(frozenset(each.concepts) for each in
+                    draw_concept_sets(graph, n, settings, ["easy"], np.random.default_rng(3)))
+    keys = sorted(exact, key=sorted)
+    _, p_value = chisquare([drawn[key] for key in keys], [n * exact[key] for key in keys])
+    assert p_value > 0.001
+    # the most likely set is drawn far more often than the least likely one, as the law says
+    likeliest, rarest = max(exact, key=exact.get), min(exact, key=exact.get)
+    assert drawn[likeliest] > 5 * max(drawn[rarest], 1)
+    # distinct sets enumerate the space: every set appears once, whatever its probability
+    distinct, _ = sample_concept_sets(graph, len(exact), settings, ["easy"], np.random.default_rng(3))
+    assert Counter(frozenset(each.concepts) for each in distinct) == Counter(dict.fromkeys(exact, 1))

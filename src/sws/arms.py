@@ -96,6 +96,16 @@ ARMS: tuple[Arm, ...] = (
         label="random pool",
         short="rsel", called="random selection",
         caption="rsel: the random-selection control (seed ∪ as many pool problems drawn at random)"),
+    # The upper bound (`oracle_family.arm`): seed ∪ as many fresh problems of the weak problems' own families as
+    # augmented adds, and a larger dose of them; the ideal targeted data, so the instrument's range.
+    Arm("oracle_family", "oracle_family_mix", "initial", "augmented_steps",
+        runs_when=lambda cfg: cfg.oracle_family.arm, side_by_side="upper_bound", compared_with=("baseline",),
+        label="family oracle", short="orc", called="the family oracle",
+        caption="orc: the upper bound (seed ∪ as many fresh problems of the weak problems' families)"),
+    Arm("oracle_family_large", "oracle_family_large_mix", "initial", "augmented_steps",
+        runs_when=lambda cfg: cfg.oracle_family.arm, side_by_side="upper_bound", compared_with=("baseline",),
+        label="family oracle, more", short="orcL", called="the larger family oracle",
+        caption="orcL: the upper bound at oracle_family.large_factor times the dose"),
 )
 NAMES = tuple(each.name for each in ARMS)
 # What `sws eval` evaluates besides the arms: `base` (train.init_model before any training) and `start` (the

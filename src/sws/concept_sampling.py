@@ -13,6 +13,10 @@ weights mean the same on a 50-problem category and a 5,000-problem one (with raw
 T = 0.2, every draw after the first would be deterministic). Every candidate's score is computed from its own
 row, in one vectorised pass; the softmax subtracts the maximum score, so no count or T can overflow it. All randomness comes from the numpy Generator passed in: one uniform draw per pick (inverse CDF),
 then one integer draw for the level, so the same seed gives the same sets.
+
+`draw_concept_sets` makes independent draws from that distribution (a set drawn twice is asked for twice, as two
+variants), so the sets requested follow it; `sample_concept_sets` keeps distinct sets only, which in a small
+category enumerates nearly every combination instead.
 """
 
 from __future__ import annotations
@@ -141,6 +145,22 @@ def sample_indices(graph: ConceptGraph, settings: SamplerSettings, rng: np.rando
     return chosen
 
 
+def draw_concept_sets(
+    graph: ConceptGraph, n_sets: int, settings: SamplerSettings, levels: Sequence[str], rng: np.random.Generator
+) -> list[SampledSet]:
+    """`n_sets` independent draws of (concept set, level), repeats included."""
+    if graph.size == 0 or not levels:
+        return []
+    return [draw_set(graph, settings, levels, rng) for _ in range(n_sets)]
+
+
+def draw_set(graph: ConceptGraph, settings: SamplerSettings, levels: Sequence[str],
+             rng: np.random.Generator) -> SampledSet:
+    """One concept set, then its level."""
+    indices = sample_indices(graph, settings, rng)
+    return SampledSet(tuple(graph.concepts[index] for index in indices), levels[int(rng.integers(len(levels)))])
+
+
 def sample_concept_sets(
     graph: ConceptGraph, n_sets: int, settings: SamplerSettings, levels: Sequence[str], rng: np.random.Generator
 ) -> tuple[list[SampledSet], int]:
@@ -152,18 +172,17 @@ def sample_concept_sets(
     if graph.size == 0 or n_sets <= 0 or not levels:
         return [], 0
     wanted = min(n_sets, len(set(levels)) * math.comb(graph.size, min(settings.set_size, graph.size)))
-    seen: set[tuple[frozenset[int], str]] = set()
+    seen: set[tuple[frozenset[str], str]] = set()
     sets: list[SampledSet] = []
     duplicates = 0
     for _ in range(ATTEMPTS_PER_SET * wanted):
         if len(sets) == wanted:
             break
-        indices = sample_indices(graph, settings, rng)
-        level = levels[int(rng.integers(len(levels)))]
-        key = (frozenset(indices), level)
+        drawn = draw_set(graph, settings, levels, rng)
+        key = (frozenset(drawn.concepts), drawn.level)
         if key in seen:
             duplicates += 1
             continue
         seen.add(key)
-        sets.append(SampledSet(tuple(graph.concepts[index] for index in indices), level))
+        sets.append(drawn)
     return sets, duplicates

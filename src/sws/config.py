@@ -170,8 +170,12 @@ class SynthesizeConfig(Section):
     budget: int = Field(200, ge=0)
     # Concepts the extractor lists per weak problem.
     concepts_per_problem: int = Field(5, ge=1)
-    # Concepts per sampled concept set.
-    set_size: int = Field(5, ge=1)
+    # Concepts per sampled concept set; None: the median length of the category's weak problems' concept lists.
+    set_size: int | None = Field(None, ge=1)
+    # draws: the budget is that many independent draws from each category's concept distribution, a set drawn
+    # twice asked for twice (as another variant); distinct: only distinct sets (see fill_budget), which in a
+    # small category enumerates nearly every combination instead of following the distribution.
+    sampling: Literal["draws", "distinct"] = "draws"
     # Temperature of concept sampling (lower: the most related concepts).
     temperature: float = Field(0.2, gt=0)
     # Weight of co-occurrence (concepts listed by the same weak problems) in concept sampling.
@@ -180,7 +184,7 @@ class SynthesizeConfig(Section):
     sim_weight: float = Field(1.0, ge=0)
     # Difficulty levels the generator is asked for; each concept set is drawn with one of them.
     levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
-    # A category whose concepts cannot supply its quota of distinct concept sets (a small concept vocabulary,
+    # With sampling: distinct, a category whose concepts cannot supply its quota of distinct concept sets (a small concept vocabulary,
     # like the arith world's) fills it with its sets at other levels, then with new instances of them (the
     # generator is asked for another variant). false: the paper's one problem per distinct set.
     fill_budget: bool = True
@@ -276,8 +280,8 @@ class SelectConfig(Section):
     # A JSON list, JSONL or Parquet file of problems, read with `prepare`'s field settings; None: the pool the
     # world draws itself (`World.selection_pool`; arith: `arith.n_pool_problems` fresh problems).
     pool: str | None = None
-    # Problems to select in all; None: as many as the band filter kept (filtered.parquet), so selection and
-    # synthesis add the same number of problems.
+    # Problems to select in all; None: mix.dose when set, else as many as the band filter kept (filtered.parquet),
+    # so selection and synthesis add the same number of problems.
     budget: int | None = Field(None, ge=0)
     # The selected problems the initial policy solves too rarely or too often (outside filter.band, with
     # filter.rollouts samples each) are dropped, as `sws filter` drops synthetic ones, and the next nearest
@@ -292,12 +296,28 @@ class SelectConfig(Section):
     random_arm: bool = False
 
 
+class OracleFamilyConfig(Section):
+    """The upper-bound arms: seed ∪ fresh problems of the weak problems' own families (where the world can draw
+    them), the ideal targeted data against which the synthetic arm's gain is measured."""
+
+    # Train the arms `oracle_family` (seed ∪ n fresh family problems) and `oracle_family_large` (seed ∪
+    # large_factor × n of them, the first n being the smaller arm's) beside the others, as long as augmented.
+    arm: bool = False
+    # Problems added; None: mix.dose when set, else as many as the band filter kept (filtered.parquet).
+    n: int | None = Field(None, ge=1)
+    large_factor: int = Field(3, ge=2)
+
+
 class MixConfig(Section):
     """`sws mix`: which new problems join the seed set (each only when its stage has run)."""
 
     # synthetic (the augmented arm's problems) and/or selected (the selected arm's).
     sources: list[Literal["synthetic", "selected"]] = Field(default_factory=lambda: ["synthetic", "selected"],
                                                             min_length=1)
+    # Problems every arm adds to the seed set (synthetic, untargeted, selected, random selection, the family
+    # oracle): a source with more keeps this many drawn at random (the run's seed), the others rejected as
+    # `beyond_dose`, so the arms differ in what they add, not in how much. None: all that passed.
+    dose: int | None = Field(None, ge=1)
 
 
 class VerlConfig(Section):
@@ -595,6 +615,7 @@ class PipelineConfig(Section):
     filter: FilterConfig = Field(default_factory=FilterConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)
     mix: MixConfig = Field(default_factory=MixConfig)
+    oracle_family: OracleFamilyConfig = Field(default_factory=OracleFamilyConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)

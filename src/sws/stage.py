@@ -23,7 +23,7 @@ from typing import Any
 
 STAGE_MODULES = (
     "prepare", "ingest", "train:DECLARED_INITIAL", "identify", "extract", "combine", "generate", "rate", "label",
-    "audit", "synthesize", "score", "filter", "untargeted", "select", "select_random", "mix", "export", "train:DECLARED_CONTINUATIONS", "cotrain", "eval", "report",
+    "audit", "synthesize", "score", "filter", "untargeted", "select", "select_random", "mix", "oracle_family", "export", "train:DECLARED_CONTINUATIONS", "cotrain", "eval", "report",
     "rounds",
 )
 

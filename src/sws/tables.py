@@ -94,6 +94,9 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "random_selected": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR,
                         "distance": FLOAT, "nearest_weak_id": STR},
     "random_selected_mix": {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR},
+    # The upper-bound arms (`oracle_family.arm`): seed ∪ fresh problems of the weak problems' own families.
+    **{name: {"problem_id": STR, "problem": STR, "answer": STR, "category": STR, "source": STR}
+       for name in ("oracle_family_mix", "oracle_family_large_mix")},
     # Each arm's curve and rollout log (the initial arm's is `rollouts`, what identify reads).
     **{arm.curve: {"step": INT, "reward": FLOAT, "reward_std": FLOAT, "loss": FLOAT} for arm in arms.ARMS},
     **{arm.rollouts: ROLLOUT_COLUMNS for arm in arms.ARMS},

@@ -145,6 +145,17 @@ class World:
         checkpoint trains on). None: the world cannot make such problems."""
         return None
 
+    def oracle_family_set(self, cfg: Any, problems: Any, weakness: Any, n: int, exclude: set[str]) -> Any | None:
+        """`n` fresh problems of the weak problems' own families (problem_id, problem, answer, category), none a
+        seed problem nor in `exclude`: the upper-bound arm's added problems (`oracle_family.arm`). None: the world
+        cannot make them."""
+        return None
+
+    def category_vocabulary(self, category: str) -> frozenset[str] | None:
+        """The concepts some problem of `category` can show (lower case, single spaces); None: the world cannot
+        say (`sws synthesize` then reports no showable share for the sets it requests)."""
+        return None
+
     def family_of(self, problem: str) -> str | None:
         """The family a problem belongs to, finer than its category (where the report and `sws compare` break the
         held-out effect down); None: the world tags no families."""

@@ -48,7 +48,9 @@ def test_budget_is_split_by_share_over_categories_with_concepts(tmp_path: Path, 
     assert per_category == {"algebra": 21, "geometry": 10}  # 31 * 2/3 = 20.67 -> 21, 31 * 1/3 = 10.33 -> 10
     assert result.info["funnel"] == {"step": "combine", "in": 31, "kept": 31, "rejected": {}}
     assert sets["set_id"].n_unique() == 31
-    keys = {(row["category"], frozenset(row["concepts"]), row["level"]) for row in sets.iter_rows(named=True)}
+    # repeated draws are requests of their own: each repeat of a set is its next instance
+    keys = {(row["category"], frozenset(row["concepts"]), row["level"], row["instance"])
+            for row in sets.iter_rows(named=True)}
     assert len(keys) == 31
     assert all(len(set(listed)) == 3 for listed in sets["concepts"].to_list())
     assert set(sets["level"]) <= {"easy", "medium", "hard"}
@@ -85,6 +87,7 @@ def three_concept_category(run_dir: Path, monkeypatch) -> PipelineConfig:
     config.synthesize.budget = 10
     config.synthesize.set_size = 2
     config.synthesize.levels = ["easy"]
+    config.synthesize.sampling = "distinct"
     return config
 
 
@@ -96,7 +99,7 @@ def test_without_filling_the_shortfall_of_distinct_sets_is_counted(tmp_path: Pat
     assert sets.height == 3  # {a,b} {a,c} {b,c}
     assert set(sets["instance"]) == {0}
     assert result.info["funnel"]["rejected"] == {"duplicate_set": 7}
-    assert result.info["spending"] == {"tiny": {"budget": 10, "distinct": 3, "level_filled": 0,
+    assert result.info["spending"] == {"tiny": {"budget": 10, "set_size": 2, "distinct": 3, "level_filled": 0,
                                                 "instance_filled": 0}}
 
 
@@ -176,7 +179,41 @@ def test_sets_drawn_at_some_levels_are_filled_at_the_others_before_any_instance(
 
 
 def test_a_category_with_enough_distinct_sets_is_not_filled(tmp_path: Path, monkeypatch) -> None:
-    result = runner.run(combine.STAGE, one_large_category(tmp_path, monkeypatch, 20), tmp_path)
-    assert result.info["spending"]["algebra"] == {"budget": 20, "distinct": 20, "level_filled": 0,
+    config = one_large_category(tmp_path, monkeypatch, 20)
+    config.synthesize.sampling = "distinct"
+    result = runner.run(combine.STAGE, config, tmp_path)
+    assert result.info["spending"]["algebra"] == {"budget": 20, "set_size": 4, "distinct": 20, "level_filled": 0,
                                                   "instance_filled": 0}
     assert set(read_table(tmp_path, "concept_sets")["instance"]) == {0}
+
+
+def test_draws_ask_for_a_repeated_set_again_as_its_next_variant(tmp_path: Path, monkeypatch) -> None:
+    config = three_concept_category(tmp_path, monkeypatch)
+    config.synthesize.sampling = "draws"
+    result = runner.run(combine.STAGE, config, tmp_path)
+    sets = read_table(tmp_path, "concept_sets")
+    assert sets.height == 10 and sets["set_id"].n_unique() == 10  # three distinct sets, ten requests
+    for concepts in {frozenset(listed) for listed in sets["concepts"].to_list()}:
+        instances = [row["instance"] for row in sets.iter_rows(named=True) if frozenset(row["concepts"]) == concepts]
+        assert instances == list(range(len(instances)))
+    assert "duplicate_set" not in result.info["funnel"]["rejected"]
+
+
+def test_set_size_defaults_to_the_median_length_of_the_weak_problems_concept_lists(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    use_hashed_embeddings(monkeypatch)
+    lists = [["a", "b"], ["a", "c", "d"], ["b", "c", "e"], ["c", "d", "e", "f"], ["a", "f", "g"]]
+    write_concepts(tmp_path, [(f"p{i}", "tiny", listed) for i, listed in enumerate(lists)])
+    write_categories(tmp_path, {"tiny": 1.0})
+    config = PipelineConfig()
+    config.synthesize.budget = 12
+    result = runner.run(combine.STAGE, config, tmp_path)
+    assert result.info["spending"]["tiny"]["set_size"] == 3
+    assert {len(listed) for listed in read_table(tmp_path, "concept_sets")["concepts"].to_list()} == {3}
+
+
+def test_request_shares_count_sets_inside_one_weak_list_and_sets_the_category_can_show() -> None:
+    shares = combine.request_shares([("a", "b"), ("A", "c"), ("b", "d")], [["a", "b", "x"], ["a", "c"], ["d"]],
+                                    frozenset({"a", "b", "c"}))
+    assert shares == {"sets": 3, "within_one_weak_problem": pytest.approx(2 / 3), "showable": pytest.approx(2 / 3)}
+    assert combine.request_shares([("a",)], [["a"]], None)["showable"] is None

@@ -93,3 +93,31 @@ def test_missing_filtered_names_the_command_and_writes_nothing(run_dir: Path) ->
         runner.run(mix.STAGE, PipelineConfig(), run_dir)
     assert not table_path(run_dir, "augmented").exists()
     assert read_manifest(run_dir, "mix") is None
+
+
+def test_a_dose_keeps_that_many_drawn_at_random_and_rejects_the_rest_as_beyond_dose(run_dir: Path) -> None:
+    texts = [f"Compute {i}+{i + 50}." for i in range(10, 30)]
+    write_table(run_dir, "filtered", filtered_problems(texts))
+    config = PipelineConfig()
+    config.mix.sources = ["synthetic"]
+    config.mix.dose = 6
+    runner.run(mix.STAGE, config, run_dir)
+    augmented = read_table(run_dir, "augmented")
+    added = augmented.filter(pl.col("source").str.starts_with("syn/"))
+    rejected = pl.read_parquet(rejected_path(run_dir, "augmented"))
+    assert added.height == 6 and rejected["reject_reason"].to_list() == ["beyond_dose"] * 14
+    assert set(added["problem_id"]) | set(rejected["syn_id"]) == {f"syn-{i}" for i in range(20)}
+    # the kept ones are a draw, not the first six; the same seed draws the same, another seed others
+    assert added["problem_id"].to_list() != [f"syn-{i}" for i in range(6)]
+    config.seed = 1
+    runner.run(mix.STAGE, config, run_dir)
+    assert set(read_table(run_dir, "augmented")["problem_id"]) != set(augmented["problem_id"])
+
+
+def test_a_dose_larger_than_what_passed_adds_everything(run_dir: Path) -> None:
+    write_table(run_dir, "filtered", filtered_problems(["Compute 11+12.", "Compute 13+14."]))
+    config = PipelineConfig()
+    config.mix.sources = ["synthetic"]
+    config.mix.dose = 6
+    runner.run(mix.STAGE, config, run_dir)
+    assert read_table(run_dir, "augmented").height == 3 + 2

@@ -5,8 +5,15 @@ level, instance). The budget N is split over the categories that have extracted 
 `share`, by largest remainder; each category's sets come from `sws.concept_sampling` with a generator seeded by
 the run seed and the category name.
 
-A category whose few concepts cannot supply its quota of distinct (concepts, level) sets spends the rest of its
-share when `synthesize.fill_budget` is on (`fill_quota`): first its concept sets at the other levels of
+With `synthesize.sampling: draws` (the default) a category's quota is that many independent draws from its concept
+distribution: a set drawn k times is requested k times, as instances 0..k-1 (instance k ≥ 1: the generator's
+prompt asks for variant k, with other numbers and wording), so what is requested follows the distribution. A set
+has `synthesize.set_size` concepts, by default the median length of the category's weak problems' concept lists.
+The manifest's `requested` gives per category the share of sets inside one weak problem's concept list and, where
+the world knows what its categories can show, the share it can show.
+
+With `sampling: distinct`, only distinct (concepts, level) sets are kept; a category whose few concepts cannot
+supply its quota of them spends the rest of its share when `synthesize.fill_budget` is on (`fill_quota`): first its concept sets at the other levels of
 `synthesize.levels`, then new *instances* of the sets so far, in turn (instance k ≥ 1: the generator's prompt
 asks for variant k of the set, with other numbers and wording; `generate` drops instances that come out the same
 as another problem). With it off (the paper's one problem per distinct set), the shortfall is counted in the
@@ -26,7 +33,13 @@ import polars as pl
 
 from sws import ui
 from sws.budget import largest_remainder
-from sws.concept_sampling import SampledSet, SamplerSettings, build_graph, sample_concept_sets
+from sws.concept_sampling import (
+    SampledSet,
+    SamplerSettings,
+    build_graph,
+    draw_concept_sets,
+    sample_concept_sets,
+)
 from sws.config import PipelineConfig
 from sws.embeddings import embed_texts
 from sws.errors import UserError
@@ -71,6 +84,37 @@ def fill_quota(sets: list[SampledSet], quota: int, levels: Sequence[str]) -> lis
     return planned
 
 
+def repeats_as_instances(drawn: list[SampledSet]) -> list[PlannedSet]:
+    """The draws in order, each repeat of a (concepts, level) set an instance of its own (0 for its first draw)."""
+    seen: Counter[tuple[frozenset[str], str]] = Counter()
+    planned = []
+    for each in drawn:
+        key = (frozenset(each.concepts), each.level)
+        planned.append(PlannedSet(each, seen[key], "distinct" if seen[key] == 0 else "instance"))
+        seen[key] += 1
+    return planned
+
+
+def median_list_length(concept_lists: Sequence[Sequence[str]]) -> int:
+    """The median number of distinct concepts a weak problem lists (at least 1)."""
+    lengths = [len(set(listed)) for listed in concept_lists]
+    return max(1, int(np.median(lengths))) if lengths else 1
+
+
+def request_shares(sets: Sequence[Sequence[str]], concept_lists: Sequence[Sequence[str]],
+                   showable: frozenset[str] | None) -> dict[str, float | int | None]:
+    """Of the requested sets: how many, the share inside one weak problem's concept list, and the share whose
+    every concept the category can show (None when the world cannot say)."""
+    def normalized(concepts: Sequence[str]) -> set[str]:
+        return {" ".join(concept.lower().split()) for concept in concepts}
+
+    lists = [normalized(listed) for listed in concept_lists]
+    within = sum(any(normalized(concepts) <= listed for listed in lists) for concepts in sets)
+    shown = None if showable is None else sum(normalized(concepts) <= showable for concepts in sets)
+    return {"sets": len(sets), "within_one_weak_problem": within / len(sets) if sets else None,
+            "showable": None if shown is None or not sets else shown / len(sets)}
+
+
 def category_budgets(concepts: pl.DataFrame, categories: pl.DataFrame, budget: int, source: Path) -> dict[str, int]:
     """Sets per category: `budget` split by `share` over the categories that have concepts."""
     with_concepts = sorted(set(concepts["category"].to_list()))
@@ -89,7 +133,7 @@ def settings(cfg: PipelineConfig, options: dict) -> dict[str, object]:
     """What decides the concept sets drawn from the concepts and categories."""
     synth = cfg.synthesize
     return {
-        "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size,
+        "seed": cfg.seed, "budget": synth.budget, "set_size": synth.set_size, "sampling": synth.sampling,
         "temperature": synth.temperature, "cooc_weight": synth.cooc_weight, "sim_weight": synth.sim_weight,
         "levels": synth.levels, "fill_budget": synth.fill_budget,
         "embedder": cfg.roles.embedder.model,
@@ -107,24 +151,30 @@ def combine(context: StageContext) -> StageOutput:
     distinct = sorted({concept for listed in concepts["concepts"].to_list() for concept in listed})
     vectors = embed_texts(distinct, cfg.roles.embedder, context.run.root) if distinct else np.zeros((0, 1))
     embedding_of = dict(zip(distinct, vectors, strict=True))
-    sampler = SamplerSettings(synth.set_size, synth.temperature, synth.cooc_weight, synth.sim_weight)
-    rows, spending, duplicates_drawn = [], {}, {}
+    rows, spending, duplicates_drawn, requested = [], {}, {}, {}
     for category, quota in budgets.items():
         listed = concepts.filter(pl.col("category") == category)["concepts"].to_list()
         graph = build_graph(listed, embedding_of)
+        sampler = SamplerSettings(synth.set_size or median_list_length(listed), synth.temperature,
+                                  synth.cooc_weight, synth.sim_weight)
         rng = np.random.default_rng([cfg.seed, request_seed(0, STEP, category)])
-        sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, sampler, synth.levels, rng)
-        planned = fill_quota(sets, quota, synth.levels) if synth.fill_budget else fill_quota(sets, len(sets), [])
+        if synth.sampling == "draws":
+            planned = repeats_as_instances(draw_concept_sets(graph, quota, sampler, synth.levels, rng))
+        else:
+            sets, duplicates_drawn[category] = sample_concept_sets(graph, quota, sampler, synth.levels, rng)
+            planned = fill_quota(sets, quota, synth.levels) if synth.fill_budget else fill_quota(sets, len(sets), [])
         fills = Counter(plan.fill for plan in planned)
-        spending[category] = {"budget": quota, "distinct": fills["distinct"], "level_filled": fills["level"],
-                              "instance_filled": fills["instance"]}
+        spending[category] = {"budget": quota, "set_size": sampler.set_size, "distinct": fills["distinct"],
+                              "level_filled": fills["level"], "instance_filled": fills["instance"]}
+        requested[category] = request_shares([plan.drawn.concepts for plan in planned], listed,
+                                             context.world.category_vocabulary(category))
         rows.extend({"set_id": set_id(category, plan.drawn.concepts, plan.drawn.level, plan.instance),
                      "category": category, "concepts": list(plan.drawn.concepts), "level": plan.drawn.level,
                      "instance": plan.instance}
                     for plan in planned)
     budgeted = sum(budgets.values())
     return StageOutput(tables={"concept_sets": pl.DataFrame(rows, schema=empty_table("concept_sets").schema)},
-                       info={"spending": spending, "duplicate_draws": duplicates_drawn},
+                       info={"spending": spending, "duplicate_draws": duplicates_drawn, "requested": requested},
                        funnel=funnel_row(STEP, budgeted, len(rows), ["duplicate_set"] * (budgeted - len(rows))))
 
 

@@ -11,6 +11,8 @@ is unique.
 
 from __future__ import annotations
 
+import random
+
 import polars as pl
 
 from sws import ui
@@ -34,13 +36,15 @@ def synthetic_source(cfg: PipelineConfig) -> str:
 
 # The tables `mix.sources` names, each with the column that holds a row's id and its name in reject reasons.
 ADDITIONS = {"synthetic": ("filtered", "syn_id"), "selected": ("selected", "problem_id"),
-             "random_selected": ("random_selected", "problem_id")}
+             "random_selected": ("random_selected", "problem_id"), "oracle_family": ("oracle_family", "problem_id")}
 
 
-def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_source: str
-        ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_source: str, dose: int | None = None,
+        dose_seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return (augmented, rejected added rows with `reject_reason`): the seed problems, then each addition's rows
-    that repeat neither a seed problem, nor an earlier row, nor a taken id (`problem_key` decides a repeat)."""
+    that repeat neither a seed problem, nor an earlier row, nor a taken id (`problem_key` decides a repeat). With
+    a `dose`, an addition with more such rows keeps `dose` of them drawn at random (`dose_seed`), in their order, and
+    rejects the others as `beyond_dose`."""
     seed = problems.select(AUGMENTED_COLUMNS)
     seen_texts = {problem_key(text) for text in seed["problem"]}
     seed_texts = set(seen_texts)
@@ -49,6 +53,7 @@ def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_so
     for kind, table in additions.items():
         id_column = ADDITIONS[kind][1]
         rejected_here = []
+        kept_here = []
         for row in table.iter_rows(named=True):
             text = problem_key(row["problem"])
             if text in seed_texts:
@@ -60,9 +65,15 @@ def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_so
             else:
                 seen_texts.add(text)
                 seen_ids.add(row[id_column])
-                kept.append({"problem_id": row[id_column], "problem": row["problem"], "answer": row["answer"],
-                             "category": row["category"],
-                             "source": synthetic_source if kind == "synthetic" else row["source"]})
+                kept_here.append(row)
+        if dose is not None and len(kept_here) > dose:
+            chosen = set(random.Random(dose_seed).sample(range(len(kept_here)), dose))
+            rejected_here += [{**row, "reject_reason": "beyond_dose"}
+                              for index, row in enumerate(kept_here) if index not in chosen]
+            kept_here = [row for index, row in enumerate(kept_here) if index in chosen]
+        kept += [{"problem_id": row[id_column], "problem": row["problem"], "answer": row["answer"],
+                  "category": row["category"], "source": synthetic_source if kind == "synthetic" else row["source"]}
+                 for row in kept_here]
         rejected.append(pl.DataFrame(rejected_here, schema={**table.schema, "reject_reason": pl.Utf8}))
     added = pl.DataFrame(kept, schema=SCHEMAS["augmented"])
     rejected_rows = (pl.concat(rejected, how="diagonal_relaxed") if rejected
@@ -71,7 +82,7 @@ def mix(problems: pl.DataFrame, additions: dict[str, pl.DataFrame], synthetic_so
 
 
 def settings(cfg: PipelineConfig, options: dict) -> dict:
-    return {"source": synthetic_source(cfg), "sources": cfg.mix.sources}
+    return {"source": synthetic_source(cfg), "sources": cfg.mix.sources, "dose": cfg.mix.dose, "seed": cfg.seed}
 
 
 def chosen_sources(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
@@ -98,7 +109,8 @@ def build(context: StageContext, step: str, table: str, kinds: list[str]) -> Sta
     """`table` (+ its rejected rows): the seed problems with those of `kinds` added by `mix`."""
     problems = context.table("problems")
     additions = {kind: context.table(ADDITIONS[kind][0]) for kind in kinds}
-    mixed, rejected = mix(problems, additions, synthetic_source(context.cfg))
+    mixed, rejected = mix(problems, additions, synthetic_source(context.cfg), context.cfg.mix.dose,
+                          context.cfg.seed)
     n_added = mixed.height - problems.height
     ui.info(f"{step}: {problems.height} seed + {n_added} {' and '.join(kinds)} = {mixed.height} problems "
             f"({rejected.height} rejected as duplicates)")

@@ -8,7 +8,7 @@ rows without a category), `weakness.parquet`, `categories.parquet` and `problems
 `selected.rejected.parquet`. Without `select.pool` the world draws the pool into the run (arith: `pool/arith.jsonl`,
 fresh problems of every family). With `select.arm`, `sws run` runs it after the band filter.
 
-Per category with weak problems, `select.budget` (empty: as many as the band filter kept, so selection adds as many
+Per category with weak problems, `select.budget` (empty: `mix.dose`, else as many as the band filter kept, so selection adds as many
 problems as synthesis) is split by `share` (the largest-remainder rule synthesis uses);
 each pool problem's distance is the cosine distance of its embedding (the run's embedder) to the nearest weak
 problem of its category, and the nearest come first, each at most once. The pool is embedded `POOL_CHUNK` rows at
@@ -185,8 +185,8 @@ def run(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> StageResult:
 
 
 def budget_tables(cfg: PipelineConfig, adapt_round: int) -> tuple[str, ...]:
-    """Without `select.budget`, the band filter's kept problems set it."""
-    return ("filtered",) if cfg.select.budget is None else ()
+    """Without `select.budget` or `mix.dose`, the band filter's kept problems set it."""
+    return ("filtered",) if cfg.select.budget is None and cfg.mix.dose is None else ()
 
 
 def inputs(cfg: PipelineConfig, run: RunDir) -> list[Path]:
@@ -201,7 +201,7 @@ def inputs(cfg: PipelineConfig, run: RunDir) -> list[Path]:
 def settings(cfg: PipelineConfig, options: dict) -> dict:
     band = {"band": list(cfg.filter.band), "filter": cfg.filter.model_dump(mode="json", exclude={"shard_size"}),
             "policy": cfg.roles.policy.model_dump(mode="json"), "temperature": cfg.train.temperature}
-    return {"select": cfg.select.model_dump(mode="json"),
+    return {"select": cfg.select.model_dump(mode="json"), "dose": cfg.mix.dose,
             "prepare": cfg.prepare.model_dump(mode="json", exclude={"input", "preset"}),
             "embedder": cfg.roles.embedder.model, "references": cfg.synthesize.reference_files,
             **categorizer_identity(cfg), **(band if cfg.select.band else {})}
@@ -227,7 +227,8 @@ def read_pool(context: StageContext) -> tuple[pl.DataFrame, pl.DataFrame, Catego
 def select_from_pool(context: StageContext) -> StageOutput:
     """The pool problems nearest to the weak ones, per category under its budget; the others with a reason."""
     cfg = context.cfg
-    budget = cfg.select.budget if cfg.select.budget is not None else context.table("filtered").height
+    budget = next((each for each in (cfg.select.budget, cfg.mix.dose) if each is not None), None)
+    budget = budget if budget is not None else context.table("filtered").height
     pool, rejected, categorizer = read_pool(context)
     problems = context.table("problems")
     fresh, duplicates = not_duplicates(cfg, problems, pool)

@@ -9,7 +9,7 @@ from sws.engines import Completion, Request
 from sws.parsing import parse_concepts, parse_problem
 from sws.stages.generate import screen_generation
 from sws.worlds.arith import CATEGORIES, generate_problems, solve
-from sws.worlds.arith.construct import category_vocabulary
+from sws.worlds.arith.construct import LEVEL_DIGITS, category_vocabulary
 from sws.worlds.arith.oracle import OracleEngine
 from sws.worlds.arith.truth import family_of
 from sws.worlds.arith.world import ORACLE
@@ -72,7 +72,7 @@ def test_concepts_that_cannot_meet_in_one_problem_give_the_nearest_problem_namin
 
 
 def test_unknown_concepts_are_named_as_ignored_and_the_known_ones_built():
-    text = generate("subtraction", ["Borrowing  across a zero", "quantum borrowing"])
+    text = generate("subtraction", ["Borrowing  across a zero", "quantum borrowing"], "hard")
     assert "I leave out quantum borrowing" in text
     assert "borrowing across a zero" in solve(parse_problem(text)).concepts
 
@@ -97,6 +97,19 @@ def test_the_level_sets_the_size_of_the_numbers():
                 for seed in range(40)]
     assert max(largest("easy")) < 100 <= max(largest("hard"))
     assert sum(largest("easy")) < sum(largest("medium")) < sum(largest("hard"))
+
+
+@pytest.mark.parametrize("level", ["easy", "medium"])
+def test_the_generator_keeps_the_requested_levels_digit_counts_even_for_concepts_of_larger_numbers(level):
+    # concepts of hard problems (three-digit numbers, carries into the hundreds) asked for at a lower level
+    hard = [problem for problem in generate_problems(120, seed=5, levels=["hard"])]
+    widest = max(LEVEL_DIGITS[level])
+    for index, (problem, concepts) in enumerate(zip(hard, extracted([p.problem for p in hard], 5), strict=True)):
+        text = generate(problem.category, concepts, level, seed=index)
+        if "### Problem" not in text:
+            continue  # refused: nothing written
+        numbers = re.findall(r"\d+", parse_problem(text))
+        assert max(len(number) for number in numbers) <= widest, (level, concepts, text)
 
 
 @pytest.mark.parametrize(("problem", "concepts"), [

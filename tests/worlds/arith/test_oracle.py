@@ -20,8 +20,8 @@ def oracle(**options) -> OracleEngine:
     return OracleEngine(EngineConfig(**ORACLE, options=options))
 
 
-# A concept set of each category that problems of it show.
-FEASIBLE = {"addition": ["addition with carrying", "place value"], "subtraction": ["borrowing across a zero"],
+# A concept set of each category that problems of it show at every level.
+FEASIBLE = {"addition": ["addition with carrying", "place value"], "subtraction": ["borrowing from the tens"],
             "multiplication": ["multiplication table"], "remainders": ["divisibility"],
             "precedence": ["parentheses", "precedence trap"], "multi_step": ["running total"]}
 

@@ -19,11 +19,11 @@ from sws.worlds.arith import concepts as c
 from sws.worlds.arith.expressions import BinOp, Node, Num, evaluate, operations
 from sws.worlds.arith.truth import category_of, concepts_of
 
-# Draws at the requested level, then as many again at any level: a concept such as three-digit numbers may
-# need larger numbers than the level draws.
-DRAWS_PER_LEVEL = 1000
+# Draws at the requested level; a concept its digit counts cannot show (three-digit numbers at medium, say) is
+# left out, never shown by a problem of another level.
+DRAWS_PER_REQUEST = 2000
 # Digit counts an operand of each level draws from; half the draws give all operands one of them.
-LEVEL_DIGITS = {"easy": (1, 1, 1, 2), "medium": (1, 2, 2), "hard": (2, 2, 3)}
+LEVEL_DIGITS = {"easy": (1, 1, 1, 2), "medium": (1, 2, 2), "hard": (1, 2, 2, 3)}
 # Seeded draws per category over which `category_vocabulary` collects the concepts its shapes can show.
 VOCABULARY_DRAWS = 4000
 
@@ -154,7 +154,7 @@ def normalized(concept: str) -> str:
 
 def construct(category: str, concepts: list[str], level: str, rng: random.Random) -> Construction:
     """The drawn expression of `category` showing the most requested concepts the vocabulary knows: up to
-    DRAWS_PER_LEVEL draws at `level`, then as many at any level, until one shows every concept the category's
+    DRAWS_PER_REQUEST draws at `level` (its operands' digit counts), until one shows every concept the category's
     shapes can show. Refused when the best shows fewer than half of the known concepts."""
     wanted = list(dict.fromkeys(normalized(concept) for concept in concepts))
     ignored = [concept for concept in wanted if concept not in c.VOCABULARY]
@@ -168,9 +168,9 @@ def construct(category: str, concepts: list[str], level: str, rng: random.Random
         return Construction(None, ignored, known, f"no {topic} problem shows {', '.join(foreign)}")
     best: Node | None = None
     best_shown: set[str] = set()
-    levels = [level if level in LEVEL_DIGITS else "medium"] * DRAWS_PER_LEVEL + [""] * DRAWS_PER_LEVEL
-    for draw_level in levels:
-        expression = _draw(category, draw_level or rng.choice(tuple(LEVEL_DIGITS)), rng)
+    draw_level = level if level in LEVEL_DIGITS else "medium"
+    for _ in range(DRAWS_PER_REQUEST):
+        expression = _draw(category, draw_level, rng)
         if expression is None:
             continue
         shown = reachable & set(concepts_of(expression, category))

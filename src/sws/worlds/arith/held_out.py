@@ -1,4 +1,5 @@
-"""The arith world's held-out problems: fresh problems of each seed category that no seed or training problem is."""
+"""The arith world's held-out problems: fresh problems of the seed set's categories and levels that no seed or
+training problem is."""
 
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ HELDOUT_SEED_OFFSET = 7919
 HELDOUT_DRAWS = 4
 
 
-def heldout_problems(n_per_category: int, seed: int, seed_problems: pl.DataFrame,
+def heldout_problems(n_per_category: int, seed: int, seed_problems: pl.DataFrame, levels: list[str],
                      exclude: set[str] = frozenset()) -> pl.DataFrame:
-    """`n_per_category` fresh problems of each seed category, none of them a seed problem or one whose
-    `problem_key` is in `exclude`."""
+    """`n_per_category` fresh problems of each seed category at `levels` (the seed set's, mixed evenly), none of
+    them a seed problem or one whose `problem_key` is in `exclude`."""
     taken = exclude | {problem_key(text) for text in seed_problems["problem"]}
     rows = []
     for category in sorted(set(seed_problems["category"])):
         candidates = generate_problems(HELDOUT_DRAWS * n_per_category, seed=seed + HELDOUT_SEED_OFFSET,
-                                       categories=[category])
+                                       categories=[category], levels=levels)
         fresh = [p for p in candidates if problem_key(p.problem) not in taken][:n_per_category]
         rows += [{"problem_id": f"heldout-{category}-{i}", "problem": p.problem, "answer": p.answer,
                   "category": category} for i, p in enumerate(fresh)]

@@ -21,7 +21,8 @@ POOL_SEED_OFFSET = 15485863
 
 def pool_rows(cfg: PipelineConfig, seed_problems: pl.DataFrame, n: int) -> list[dict[str, Any]]:
     """Up to `n` pool problems (fields id, problem, answer, category, level, family)."""
-    held_out = heldout_problems(cfg.world_settings.n_eval_per_category, cfg.seed, seed_problems)
+    held_out = heldout_problems(cfg.world_settings.n_eval_per_category, cfg.seed, seed_problems,
+                                cfg.world_settings.seed_levels)
     taken = {problem_key(text) for text in [*seed_problems["problem"], *held_out["problem"]]}
     drawn = generate_problems(2 * n, seed=cfg.seed + POOL_SEED_OFFSET)
     fresh = []

@@ -11,8 +11,9 @@ class ArithSettings(Section):
     """The built-in arithmetic world: its seed set, held-out sets and the tiny policy's warm start."""
 
     n_seed_problems: int = Field(600, ge=1)
-    # Categories and levels of the seed set the pipeline draws (None: all six categories); the held-out
-    # evaluation always covers every category and level.
+    # Categories and levels of the seed set the pipeline draws (None: all six categories); the held-out set
+    # `arith` draws fresh problems of the same categories and levels (hard ones the policy never solves, drawn
+    # beside easy and medium seed problems, would only dilute what it measures).
     seed_categories: list[str] | None = Field(None, min_length=1)
     seed_levels: list[str] = Field(default_factory=lambda: ["easy", "medium", "hard"], min_length=1)
     n_eval_per_category: int = Field(50, ge=1)

@@ -14,6 +14,7 @@ from sws.manifests import StageResult
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, Truth, World
+from sws.worlds.arith.construct import category_vocabulary
 from sws.worlds.arith.families import (
     CATEGORIES,
     FAMILIES,
@@ -29,6 +30,8 @@ from sws.worlds.math.verifier import MathVerifier
 ORACLE = {"engine": "oracle", "model": "arith-oracle"}
 # Fresh problems like the weak ones come from a seed stream the seed set and the held-out sets never use.
 WEAK_LIKE_SEED_OFFSET = 104729
+# The family oracle's training problems come from a stream of their own (eval then leaves out any it draws too).
+ORACLE_FAMILY_SEED_OFFSET = 1299709
 # Draws per weak problem to find a problem of its family that is no seed or training problem and not yet drawn.
 FRESH_DRAWS = 50
 
@@ -121,12 +124,14 @@ class ArithWorld(World):
 
     def fresh_problems(self, cfg: PipelineConfig, seed_problems: pl.DataFrame, n_per_category: int,
                        exclude: set[str] = frozenset()) -> pl.DataFrame:
-        return heldout_problems(n_per_category, cfg.seed, seed_problems, exclude)
+        return heldout_problems(n_per_category, cfg.seed, seed_problems, self.settings(cfg).seed_levels,
+                                exclude)
 
     def heldout_set(self, name: str, cfg: PipelineConfig, seed_problems: pl.DataFrame,
                     exclude: set[str] = frozenset()) -> pl.DataFrame | None:
-        """`arith`: `arith.n_eval_per_category` fresh problems of each seed category, none of them a seed problem
-        or one whose `problem_key` is in `exclude`."""
+        """`arith`: `arith.n_eval_per_category` fresh problems of each seed category at the seed levels (like the
+        seed set, so training on it can move them), none of them a seed problem or one whose `problem_key` is in
+        `exclude`."""
         if name != "arith":
             return None
         return self.fresh_problems(cfg, seed_problems, self.settings(cfg).n_eval_per_category, exclude)
@@ -136,31 +141,15 @@ class ArithWorld(World):
         """`arith.n_weak_like` fresh problems of the weak problems' families (same shape, level and concepts),
         one per weak problem in turn, so a family gets a share as large as its share of the weak problems. None
         is the text (`problem_key`) of a seed problem or of `exclude`."""
-        if "family" not in problems.columns:
-            return None
-        families = {family.name: family for family in FAMILIES}
-        weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
-        rng = random.Random(cfg.seed + WEAK_LIKE_SEED_OFFSET)
-        taken = exclude | {problem_key(text) for text in problems["problem"]}
-        wanted = self.settings(cfg).n_weak_like
-        rows: list[dict[str, str]] = []
-        drawing = list(weak.select("problem_id", "family").iter_rows())
-        while drawing and len(rows) < wanted:
-            still_fresh = []  # weak problems whose family can still make a problem not yet taken
-            for problem_id, family_name in drawing:
-                if len(rows) == wanted:
-                    break
-                candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
-                fresh = next((candidate for candidate in candidates if problem_key(candidate.problem) not in taken),
-                             None)
-                if fresh is None:
-                    continue
-                still_fresh.append((problem_id, family_name))
-                taken.add(problem_key(fresh.problem))
-                rows.append({"problem_id": f"like-{len(rows)}-{problem_id}", "problem": fresh.problem,
-                             "answer": fresh.answer, "category": fresh.category})
-            drawing = still_fresh
-        return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
+        return family_problems(problems, weakness, self.settings(cfg).n_weak_like, exclude,
+                               random.Random(cfg.seed + WEAK_LIKE_SEED_OFFSET), "like")
+
+    def oracle_family_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame, n: int,
+                          exclude: set[str]) -> pl.DataFrame | None:
+        """`n` fresh problems of the weak problems' families drawn as `weak_like_set` draws its own, from a seed
+        stream of their own: the ideal targeted training data."""
+        return family_problems(problems, weakness, n, exclude, random.Random(cfg.seed + ORACLE_FAMILY_SEED_OFFSET),
+                               "family")
 
     def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
         """`arith.n_pool_problems` fresh problems of every family, none a seed or held-out problem."""
@@ -173,6 +162,9 @@ class ArithWorld(World):
     def family_of(self, problem: str) -> str | None:
         return family_of(problem)
 
+    def category_vocabulary(self, category: str) -> frozenset[str] | None:
+        return category_vocabulary(category) if category in CATEGORIES else None
+
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         settings = self.settings(cfg)
         return {"n_eval_per_category": settings.n_eval_per_category, "n_weak_like": settings.n_weak_like}
@@ -184,3 +176,33 @@ class ArithWorld(World):
 
 
 WORLD = ArithWorld()
+
+
+def family_problems(problems: pl.DataFrame, weakness: pl.DataFrame, wanted: int, exclude: set[str],
+                    rng: random.Random, id_prefix: str) -> pl.DataFrame | None:
+    """Up to `wanted` fresh problems of the weak problems' families, one per weak problem in turn (a weak problem
+    whose family runs out of fresh problems drops out), none of them a seed problem or in `exclude` (by
+    `problem_key`, commuted twins included); None without a `family` column."""
+    if "family" not in problems.columns:
+        return None
+    families = {family.name: family for family in FAMILIES}
+    weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
+    taken = exclude | {problem_key(text) for text in problems["problem"]}
+    rows: list[dict[str, str]] = []
+    drawing = list(weak.select("problem_id", "family").iter_rows())
+    while drawing and len(rows) < wanted:
+        still_fresh = []  # weak problems whose family can still make a problem not yet taken
+        for problem_id, family_name in drawing:
+            if len(rows) == wanted:
+                break
+            candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
+            fresh = next((candidate for candidate in candidates if problem_key(candidate.problem) not in taken),
+                         None)
+            if fresh is None:
+                continue
+            still_fresh.append((problem_id, family_name))
+            taken.add(problem_key(fresh.problem))
+            rows.append({"problem_id": f"{id_prefix}-{len(rows)}-{problem_id}", "problem": fresh.problem,
+                         "answer": fresh.answer, "category": fresh.category})
+        drawing = still_fresh
+    return pl.DataFrame(rows, schema=PROBLEM_SET_SCHEMA)
