@@ -291,3 +291,25 @@ def test_a_copy_of_a_run_is_not_a_second_seed(tmp_path: Path) -> None:
     shutil.copy(run / "augmented.parquet", copy / "augmented.parquet")
     save_run_config(copy, PipelineConfig(seed=5))
     assert "augmented.parquet: the same bytes as in" in refusal(run, copy)
+
+
+def test_the_share_of_the_family_oracles_gain_that_synthesis_recovers_is_one_line(tmp_path: Path) -> None:
+    runs = []
+    for seed, (baseline, augmented, oracle) in enumerate([(0.10, 0.11, 0.14), (0.20, 0.20, 0.23), (0.15, 0.17, 0.17)]):
+        run = evaluated_run(tmp_path, seed, 0.2, 0.2)
+        summary = json.loads((run / "summary.json").read_text())
+        summary |= {f"weak_like_avg_k_{name}": {"overall": share, "per_category": {}}
+                    for name, share in (("baseline", baseline), ("augmented", augmented), ("oracle_family", oracle))}
+        write_json(run / "summary.json", summary)
+        runs.append(run)
+    lines = compare.verdict([compare.run_result(run) for run in runs]).splitlines()
+    # mean gain: augmented +1.0, the family oracle +3.0 points
+    assert lines[-1] == ("fresh problems of their families (weak_like), Avg@k: synthesis recovers 33 % of the "
+                         "family oracle's gain over the baseline (mean +1.0 against +3.0 points)")
+    assert any(line.startswith("fresh problems of their families (weak_like), Avg@k: oracle_family ahead of the "
+                               "baseline in 3 of 3 runs") for line in lines)
+
+
+def test_without_the_family_oracle_no_efficiency_is_claimed(tmp_path: Path) -> None:
+    runs = [evaluated_run(tmp_path, seed, 0.2, 0.25, like=(0.1, 0.12)) for seed in range(2)]
+    assert "recovers" not in compare.verdict([compare.run_result(run) for run in runs])

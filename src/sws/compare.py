@@ -227,7 +227,18 @@ def verdict(results: list[RunResult]) -> str:
                       else "not above 2 SEM")
             line += f", sd {points_apart(found.sd)}, SEM {points_apart(found.sem)}: {beyond}"
         lines.append(line)
-    return "\n".join(lines)
+    return "\n".join([*lines, *efficiency(results)])
+
+
+def efficiency(results: list[RunResult], prefix: str = "weak_like_avg_k") -> list[str]:
+    """The share of the family oracle's mean gain over the baseline that synthesis recovers (means over runs)."""
+    gained, ceiling = (spread([result.gaps[Gap(ahead, "baseline", prefix)] for result in results]).mean
+                       for ahead in ("augmented", "oracle_family"))
+    if gained is None or ceiling is None:
+        return []
+    share_of = f"{100 * gained / ceiling:.0f} %" if ceiling > 0 else "nothing: the family oracle gained nothing"
+    return [f"{GAP_NAMES[prefix]}: synthesis recovers {share_of} of the family oracle's gain over the baseline "
+            f"(mean {points(gained)} against {points(ceiling)} points)"]
 
 
 def where_the_gain_sits(runs: list[Path]) -> list[Table]:

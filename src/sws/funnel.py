@@ -92,20 +92,29 @@ def read_funnel(manifests: Manifests, steps: Sequence[str]) -> list[FunnelRow]:
 
 
 SPENDING_COLUMNS = {
-    "budget": "budgeted sets", "distinct": "distinct sets", "level_filled": "level-filled",
+    "budget": "budgeted sets", "set_size": "set size", "distinct": "distinct sets", "level_filled": "level-filled",
     "instance_filled": "instance-filled", "generated": "generated", "near_duplicate": "near-duplicates",
     "kept": "kept after dedup",
 }
 
 
+# combine's shares of the requested sets: inside one weak problem's concept list, all shown by some problem of the
+# category (null where the world cannot say).
+REQUEST_SHARES = {"within_one_weak_problem": "in one weak list", "showable": "showable"}
+
+
 def budget_spending(combine_info: dict[str, Any], generate_info: dict[str, Any] | None) -> pl.DataFrame:
-    """Per category: budgeted sets, distinct sets drawn, level- and instance-filled sets (combine), then problems
+    """Per category: budgeted sets, their size, distinct sets drawn, level- and instance-filled sets, the shares of
+    requested sets inside one weak problem's concept list and that the category can show (combine), then problems
     generated, dropped as near-duplicates and kept by generate's pre-filters (null before generate ran)."""
     generated = (generate_info or {}).get("per_category", {})
-    rows = [{"category": category, **spent, **generated.get(category, {})}
+    requested = combine_info.get("requested", {})
+    rows = [{"category": category, **spent, **requested.get(category, {}), **generated.get(category, {})}
             for category, spent in sorted(combine_info.get("spending", {}).items())]
-    schema = {"category": pl.Utf8, **dict.fromkeys(SPENDING_COLUMNS, pl.Int64)}
-    return pl.DataFrame(rows, schema=schema).rename(SPENDING_COLUMNS)
+    schema = {"category": pl.Utf8, **dict.fromkeys(SPENDING_COLUMNS, pl.Int64),
+              **dict.fromkeys(REQUEST_SHARES, pl.Float64)}
+    return (pl.DataFrame(rows, schema=schema).rename(SPENDING_COLUMNS | REQUEST_SHARES)
+            .with_columns(pl.col(list(REQUEST_SHARES.values())).round(3)))
 
 
 def read_budget_spending(manifests: Manifests, combine_step: str, generate_step: str) -> pl.DataFrame | None:

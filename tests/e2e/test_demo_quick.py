@@ -14,6 +14,7 @@ import yaml
 
 from sws.arms import training_sets
 from sws.config import load_config
+from sws.manifests import cpu_kernels
 from sws.pipeline import pipeline_steps
 from sws.presets import PRESET_DIR
 from sws.stages.eval import WEAK_LIKE_SET
@@ -181,6 +182,25 @@ def commuted_twin(problem: str) -> str | None:
     return f"Compute {match[3]}{match[2]}{match[1]}." if match and match[1] != match[3] else None
 
 
+def other_kernels(ran_under: str) -> str:
+    """An ATEN_CPU_CAPABILITY whose kernels differ from those of a run made under `ran_under` (unset: the CPU's
+    widest). Unsetting it is no change on a CPU whose widest is AVX2, so the scalar `default` kernels are the other
+    choice for any vectorised run, and AVX2 for a run that used `default`."""
+    used = ran_under or cpu_kernels() or ""
+    return "avx2" if used.lower() == "default" else "default"
+
+
+@pytest.mark.parametrize(("cpu", "ran_under"), [("AVX2", "avx2"), ("AVX2", ""), ("AVX512", "avx2"),
+                                                ("AVX512", ""), ("AVX512", "default")])
+def test_the_other_kernels_differ_from_the_runs_on_either_kind_of_cpu(monkeypatch, cpu, ran_under) -> None:
+    monkeypatch.setitem(globals(), "cpu_kernels", lambda: cpu)
+    def kernels(setting: str) -> str:  # what torch uses under an ATEN_CPU_CAPABILITY value (unset: the widest)
+        return (setting or cpu).lower()
+
+    assert kernels(other_kernels(ran_under)) != kernels(ran_under)
+    assert other_kernels(ran_under) in ("default", "avx2")  # both exist on every x86 CPU torch runs on
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_other_kernels_or_another_warm_start_policy_rerun_training_from_the_start(quick_run) -> None:
@@ -188,8 +208,7 @@ def test_other_kernels_or_another_warm_start_policy_rerun_training_from_the_star
     assert result.returncode == 0, result.stderr[-3000:]
     ran_under = os.environ.get("ATEN_CPU_CAPABILITY", "")
     assert current_under(run_dir) == "True True"
-    # default (the widest the CPU has) against AVX2: another kernel, so another warm start and other weights
-    assert current_under(run_dir, ATEN_CPU_CAPABILITY="" if ran_under else "avx2") == "False False"
+    assert current_under(run_dir, ATEN_CPU_CAPABILITY=other_kernels(ran_under)) == "False False"
     # MKL's other reproducibility mode: another cached warm-start policy, never the one the run trained from
     assert current_under(run_dir, MKL_CBWR="COMPATIBLE") == "False False"
 

@@ -403,3 +403,32 @@ def test_the_funnel_calls_the_difficulty_filter_band_and_shows_its_rejections(pa
     band = next(cells for cells in rows if cells and cells[0] == "band")
     assert band[:4] == ["band", "4", "2", "2"] and set(band[4].split(", ")) == {"too hard 1", "too easy 1"}
     assert "band: the difficulty filter" in body
+
+
+class TablesOnly:
+    """What the report's arm helpers read of a page: its tables."""
+
+    def __init__(self, tables: dict[str, pl.DataFrame]) -> None:
+        self.tables = tables
+
+    def table(self, name: str) -> pl.DataFrame | None:
+        return self.tables.get(name)
+
+
+def weak_like_benchmarks(avg_k: dict[str, float]) -> pl.DataFrame:
+    return pl.DataFrame({"checkpoint": list(avg_k), "eval_set": [eval_stage.WEAK_LIKE_SET] * len(avg_k),
+                         "category": [eval_stage.OVERALL] * len(avg_k), "n": [100] * len(avg_k),
+                         "pass1": list(avg_k.values()), "avg_k": list(avg_k.values())})
+
+
+def test_the_efficiency_line_says_what_share_of_the_family_oracles_gain_synthesis_recovers() -> None:
+    page = TablesOnly({"eval/benchmarks": weak_like_benchmarks(
+        {"baseline": 0.10, "augmented": 0.12, "oracle_family": 0.18})})
+    line = report.efficiency_line(page)
+    assert "synthetic − seed only +2.0 points against the family oracle&#x27;s +8.0" in line
+    assert "recovers 25 % of it" in line
+    no_gain = TablesOnly({"eval/benchmarks": weak_like_benchmarks(
+        {"baseline": 0.10, "augmented": 0.12, "oracle_family": 0.09})})
+    assert "undefined (no gain to recover)" in report.efficiency_line(no_gain)
+    assert report.efficiency_line(TablesOnly({"eval/benchmarks": weak_like_benchmarks(
+        {"baseline": 0.10, "augmented": 0.12})})) == ""

@@ -252,8 +252,11 @@ def funnel_section(page: Page) -> Section:
     spending = read_budget_spending(page.context.manifest, combine.STEP, generate.STEP)
     if spending is not None and spending.height:
         body += ("<h3>How each category's budget was spent</h3>"
-                 + paragraph("Distinct concept sets first; a category with fewer than its share fills it with "
-                             "its sets at other levels, then with new instances of them (synthesize.fill_budget).")
+                 + paragraph("Drawn concept sets (synthesize.sampling: draws; a set drawn again is asked for "
+                             "again as another variant, an instance) or distinct ones, filled with other levels and "
+                             "instances (distinct with synthesize.fill_budget); the share of requested sets inside "
+                             "one weak problem's concept list, and the share the category can show (where the "
+                             "world knows).")
                  + html_table(spending))
     return Section(title, body)
 
@@ -474,6 +477,45 @@ def added_problems(page: Page, labels: dict[str, str]) -> pl.DataFrame:
             .sort(pl.col("category") == eval_stage.OVERALL, "category"))
 
 
+def weak_family_shares(page: Page, labels: dict[str, str]) -> pl.DataFrame:
+    """Per arm: the problems its training set adds and the share of them in a weak problem's family (the world's
+    tag); empty where the world tags no families."""
+    seed, weakness = page.table("problems"), page.table("weakness")
+    family_of = page.context.world.family_of
+    if seed is None or weakness is None:
+        return pl.DataFrame()
+    weak_texts = seed.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id")["problem"]
+    weak_families = {family_of(text) for text in weak_texts} - {None}
+    rows = []
+    for arm in arms.compared():
+        table = page.table(arm.training_set)
+        if arm.name not in labels or table is None or not weak_families:
+            continue
+        added = table.join(seed.select("problem_id"), on="problem_id", how="anti")["problem"].to_list()
+        in_weak = sum(family_of(text) in weak_families for text in added)
+        rows.append({"arm": arm.label, "added": len(added),
+                     "in a weak family": round(in_weak / len(added), 3) if added else None})
+    return pl.DataFrame(rows)
+
+
+def efficiency_line(page: Page) -> str:
+    """The share of the family oracle's gain over the baseline on weak_like (Avg@k) that synthesis recovers."""
+    benchmarks = page.table("eval/benchmarks")
+    if benchmarks is None:
+        return ""
+    like = benchmarks.filter((pl.col("eval_set") == eval_stage.WEAK_LIKE_SET)
+                             & (pl.col("category") == eval_stage.OVERALL))
+    avg_k = dict(zip(like["checkpoint"].to_list(), like["avg_k"].to_list(), strict=True))
+    if not {"baseline", "augmented", "oracle_family"} <= set(avg_k):
+        return ""
+    ceiling = avg_k["oracle_family"] - avg_k["baseline"]
+    gained = avg_k["augmented"] - avg_k["baseline"]
+    ratio = f"{100 * gained / ceiling:.0f} %" if ceiling > 0 else "undefined (no gain to recover)"
+    return paragraph(f"Efficiency on weak_like (Avg@k): synthetic − seed only {100 * gained:+.1f} points against the "
+                     f"family oracle's {100 * ceiling:+.1f} (the ideal targeted data, as many problems): synthesis "
+                     f"recovers {ratio} of it in this run; `sws compare` gives it over seeds.")
+
+
 def arms_section(page: Page) -> Section:
     """Seed only, synthetic and selected (select.arm): each continues from the initial policy for the same steps."""
     title = "Synthesis against selection: seed only, synthetic and selected on the same steps"
@@ -502,9 +544,16 @@ def arms_section(page: Page) -> Section:
             f"Confound: the online filter (train.online_filter {list(train.online_filter)}) drops rollout groups in "
             "the augmented and untargeted arms only (train.online_filter_arms: augmented, as the authors' scripts), "
             "so part of any difference to the other arms may be the filter's.", "missing")
+    body += efficiency_line(page)
     added = added_problems(page, labels)
     if added.height:
         body += "<h3>Problems each arm adds to the seed set</h3>" + html_table(added)
+    families = weak_family_shares(page, labels)
+    if families.height:
+        body += ("<h3>Added problems in the weak problems' families</h3>"
+                 + paragraph("The share of each arm's added problems whose family (the world's tag) is that of a "
+                             "weak problem: the family oracle adds only those, by construction.")
+                 + html_table(families))
     counts = weakness.filter(pl.col("checkpoint") == weakness["checkpoint"][0]).select("category", "n_weak")
     body += ("<h3>Previously weak problems solved (greedy)</h3>"
              + html_table(by_arm(weakness, ["category"], "solved", labels).join(counts, on="category", how="left")))
