@@ -341,7 +341,8 @@ command(epilog="Example: sws synthesize --run runs/demo --sub-steps extract,comb
 def train(
     kind: Annotated[str, typer.Argument(help="The arm (sws.arms): initial (seed set, writes rollouts.parquet), "
                                         "baseline, augmented, untargeted (synthesize.untargeted_arm), selected "
-                                        "(seed ∪ selected, select.arm) or random_selected (select.random_arm).")],
+                                        "(seed ∪ selected, select.arm), random_selected (select.random_arm), "
+                                        "oracle_family or oracle_family_large (oracle_family.arm).")],
     run: RunOpt,
     steps: Annotated[int | None, typer.Option(help=with_default("GRPO steps.", "train.initial_steps",
                                                                 named="train.KIND_steps"))] = None,
