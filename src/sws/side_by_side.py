@@ -7,9 +7,12 @@ bar per task from a status file the worker rewrites (`{"step", "total", "rate"}`
 
 from __future__ import annotations
 
+import ctypes
 import json
 import multiprocessing
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -21,6 +24,7 @@ from sws import ui
 from sws.atomic_files import open_append
 
 POLL_SECONDS = 0.5
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,18 @@ def run_side_by_side(tasks: list[Task]) -> list[Any]:
         return [future.result() for future in futures]
 
 
+def _end_with_parent() -> None:
+    """Ask Linux to end this worker when the process that started it dies (killed, say): a pool worker outlives
+    its parent otherwise, and an orphaned trainer goes on taking a core."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the parent died before the request took effect
+            os._exit(1)
+
+
 def _call_logged(log: Path, function: Callable[..., Any], args: tuple) -> Any:
+    _end_with_parent()
     with open_append(log) as stream:
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
