@@ -21,7 +21,8 @@ from sws.stages.eval import WEAK_LIKE_SET
 
 REPO = Path(__file__).resolve().parents[2]
 SWS = Path(sys.executable).parent / "sws"
-ARMS = ("initial", "augmented", "baseline", "selected", "random_selected", "untargeted")
+ARMS = ("initial", "augmented", "baseline", "selected", "random_selected", "untargeted", "oracle_family",
+        "oracle_family_large")
 ARTIFACTS = [
     "problems.parquet", "rollouts.parquet", "weakness.parquet", "categories.parquet", "concepts.parquet",
     "synthetic.parquet", "rated.parquet", "labeled.parquet", "filtered.parquet", "filtered.rejected.parquet",
@@ -29,6 +30,7 @@ ARTIFACTS = [
     "eval/weakness.parquet", "report.html", "summary.json", "config.yaml", "pool/arith.jsonl", "selected.parquet",
     "selected_mix.parquet", "random_selected.parquet", "random_selected_mix.parquet",
     "untargeted/weakness.parquet", "untargeted/concepts.parquet", "untargeted/augmented.parquet",
+    "oracle_family_mix.parquet", "oracle_family_large_mix.parquet",
     *(f"train/{kind}/final/config.json" for kind in ARMS),
 ]
 
