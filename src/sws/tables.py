@@ -45,7 +45,8 @@ COTRAIN_POOL: dict[str, pl.DataType] = {
 
 COTRAIN_METRICS: dict[str, pl.DataType] = {
     "step": INT, "generated": INT, "valid": INT, "acceptance": FLOAT, "productive": INT, "productive_rate": FLOAT,
-    "productive_of_valid": FLOAT, "sr_zero": INT, "sr_one": INT, "sr_histogram": pl.List(INT),
+    "productive_of_valid": FLOAT, "sr_zero": INT, "never_solved_of_valid": FLOAT, "sr_one": INT,
+    "duplicates": INT, "duplicates_of_valid": FLOAT, "sr_histogram": pl.List(INT),
     "synth_reward_mean": FLOAT, "synth_reward_std": FLOAT, "distinct_problems": FLOAT, "category_entropy": FLOAT,
     "synth_label_error": FLOAT, "seconds_generate": FLOAT, "seconds_verify": FLOAT, "seconds_solve": FLOAT,
     "seconds_update": FLOAT, "tokens_generate": INT, "tokens_solve": INT, "tokens_update": INT,

@@ -156,6 +156,22 @@ def test_metrics_count_productive_tasks_against_generated_and_valid():
     assert sum(metrics[0]["sr_histogram"]) == len(valid)
 
 
+def test_metrics_count_never_solved_and_duplicate_tasks_per_valid_task():
+    _, _, rows, metrics = _run(SETTINGS, steps=1)
+    # valid: 47 + 85 (one rollout of three right), 9 - 3 (none), 6 * 7 (one); the second 47 + 85 a duplicate
+    assert [row["n_correct"] for row in rows if row["valid"]] == [1, 0, 1]
+    step = metrics[0]
+    assert (step["productive_of_valid"], step["never_solved_of_valid"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
+    assert (step["duplicates"], step["duplicates_of_valid"]) == (1, pytest.approx(1 / 3))
+
+
+def test_a_step_without_a_valid_task_has_no_share_per_valid_task():
+    _, _, _, metrics = _run(SETTINGS, steps=1, synthesizer=ScriptedLearner(["garbage"]))
+    assert metrics[0]["valid"] == 0 and metrics[0]["productive_rate"] == 0
+    assert [metrics[0][name] for name in ("productive_of_valid", "never_solved_of_valid", "duplicates_of_valid")] == [
+        None, None, None]
+
+
 def test_tokens_per_phase_count_what_each_policy_generated_and_trained_on():
     _, _, rows, metrics = _run(SETTINGS, steps=1)
     valid = sum(row["valid"] for row in rows)

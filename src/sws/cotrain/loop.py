@@ -158,6 +158,8 @@ def _metrics(step: int, rows: Sequence[dict], verdicts: Sequence[Verdict], rewar
     generated = len(rows)
     valid = [row for row in rows if row["valid"]]
     productive = sum(0 < row["sr"] < 1 for row in valid)
+    never_solved = sum(row["sr"] == 0 for row in valid)
+    duplicates = sum(row["reject_reason"] == "duplicate" for row in rows)
     histogram = [0] * SR_BINS
     for row in valid:
         histogram[min(int(row["sr"] * SR_BINS), SR_BINS - 1)] += 1
@@ -167,8 +169,9 @@ def _metrics(step: int, rows: Sequence[dict], verdicts: Sequence[Verdict], rewar
     return {
         "step": step, "generated": generated, "valid": len(valid), "acceptance": len(valid) / generated,
         "productive": productive, "productive_rate": productive / generated,
-        "productive_of_valid": productive / len(valid) if valid else 0.0,
-        "sr_zero": sum(row["sr"] == 0 for row in valid), "sr_one": sum(row["sr"] == 1 for row in valid),
+        "productive_of_valid": _per_valid(productive, valid), "sr_zero": never_solved,
+        "never_solved_of_valid": _per_valid(never_solved, valid), "sr_one": sum(row["sr"] == 1 for row in valid),
+        "duplicates": duplicates, "duplicates_of_valid": _per_valid(duplicates, valid),
         "sr_histogram": histogram,
         "synth_reward_mean": statistics.fmean(rewards), "synth_reward_std": statistics.pstdev(rewards),
         "distinct_problems": len({row["problem"] for row in rows}) / generated,
@@ -177,3 +180,8 @@ def _metrics(step: int, rows: Sequence[dict], verdicts: Sequence[Verdict], rewar
         **{f"seconds_{phase}": value for phase, value in seconds.items()},
         **{f"tokens_{phase}": value for phase, value in tokens.items()},
     }
+
+
+def _per_valid(count: int, valid: Sequence[dict]) -> float | None:
+    """A count per valid task of the step; None (not 0) for a step without one."""
+    return count / len(valid) if valid else None

@@ -1,6 +1,7 @@
-"""The numbers of a co-training run per arm, from its tables: the productive rate over the second half of the
-steps (tasks with 0 < sr < 1 per generated task), acceptance, distinct problems per batch, the synthesizer's
-mean reward and the reasoner's held-out accuracy. `sws run` prints them at the end of a co-training pipeline."""
+"""The numbers of a co-training run per arm, from its tables, over the second half of its steps: productive
+tasks (0 < sr < 1) per generated task; productive, never-solved (sr = 0) and duplicate tasks per valid task;
+acceptance, distinct problems per batch, the synthesizer's mean reward; and the reasoner's held-out accuracy.
+`sws run` prints them at the end of a co-training pipeline; the report and `sws compare` read them too."""
 
 from __future__ import annotations
 
@@ -13,29 +14,48 @@ from rich.table import Table
 from sws.cotrain.arms import COTRAIN_ARMS
 from sws.tables import table_path
 
-COLUMNS = ("productive_rate", "acceptance", "distinct_problems", "synth_reward_mean", "heldout_accuracy")
+# Per valid task: the metrics table's count column each is the share of.
+PER_VALID = {"productive_of_valid": "productive", "never_solved_of_valid": "sr_zero",
+             "duplicates_of_valid": "duplicates"}
+MEANS = ("productive_rate", "acceptance", "distinct_problems", "synth_reward_mean")
+ArmNumbers = dict[str, float | None]
+
+HEADERS = {"productive_rate": "productive / generated", "productive_of_valid": "productive / valid",
+           "never_solved_of_valid": "never solved / valid", "duplicates_of_valid": "duplicates / valid",
+           "acceptance": "acceptance", "distinct_problems": "distinct", "synth_reward_mean": "S reward",
+           "heldout_accuracy": "held-out acc"}
 
 
-def arm_summary(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Per arm with tables in the run: the means over the second half of its steps, and held-out accuracy."""
+def second_half(metrics: pl.DataFrame) -> pl.DataFrame:
+    """The steps from half the arm's steps on (of 5 steps, the last 3)."""
+    return metrics.filter(pl.col("step") >= (metrics["step"].max() + 1) // 2)
+
+
+def per_valid_task(metrics: pl.DataFrame) -> ArmNumbers:
+    """Each count over the valid tasks of all the given steps together (a step with more valid tasks weighs
+    more); None where no step had a valid task."""
+    valid = int(metrics["valid"].sum())
+    return {name: int(metrics[count].sum()) / valid if valid else None for name, count in PER_VALID.items()}
+
+
+def arm_numbers(metrics: pl.DataFrame, validation: pl.DataFrame) -> ArmNumbers:
+    half = second_half(metrics)
+    return {**{column: float(half[column].mean()) for column in MEANS}, **per_valid_task(half),
+            "heldout_accuracy": float(validation["accuracy"].mean()) if validation.height else None}
+
+
+def arm_summary(run_dir: Path) -> dict[str, ArmNumbers]:
+    """Per arm with tables in the run: its numbers (`arm_numbers`)."""
     summary = {}
     for arm in COTRAIN_ARMS:
         metrics_file, validation_file = table_path(run_dir, arm.metrics), table_path(run_dir, arm.validation)
-        if not metrics_file.exists() or not validation_file.exists():
-            continue
-        metrics = pl.read_parquet(metrics_file)
-        half = metrics.filter(pl.col("step") >= (metrics["step"].max() + 1) // 2)
-        validation = pl.read_parquet(validation_file)
-        summary[arm.name] = {
-            **{column: float(half[column].mean()) for column in COLUMNS[:-1]},
-            "heldout_accuracy": float(validation["accuracy"].mean()) if validation.height else float("nan"),
-        }
+        if metrics_file.exists() and validation_file.exists():
+            summary[arm.name] = arm_numbers(pl.read_parquet(metrics_file), pl.read_parquet(validation_file))
     return summary
 
 
 def print_summary(run_dir: Path, console: Console | None = None) -> None:
-    table = Table("arm", "productive (2nd half)", "acceptance", "distinct", "S reward", "held-out acc",
-                  title="co-training")
+    table = Table("arm", *HEADERS.values(), title="co-training, 2nd half of the steps")
     for name, numbers in arm_summary(run_dir).items():
-        table.add_row(name, *(f"{numbers[column]:.3f}" for column in COLUMNS))
+        table.add_row(name, *("–" if numbers[column] is None else f"{numbers[column]:.3f}" for column in HEADERS))
     (console or Console()).print(table)

@@ -25,6 +25,7 @@ import polars as pl
 from sws.config import CotrainConfig, PipelineConfig
 from sws.cotrain.arms import COTRAIN_ARMS, CotrainArm
 from sws.cotrain.labeler import ConsistencyLabeler
+from sws.cotrain.summary import second_half
 from sws.errors import UserError
 from sws.llm_calls import engine_for
 from sws.run_dir import RunDir
@@ -152,7 +153,7 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
     metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
     answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")
-    half = metrics.filter(pl.col("step") >= section.steps // 2)
+    half = second_half(metrics)
     return StageOutput(
         tables={arm.pool: pool, arm.metrics: metrics, arm.validation: answers},
         info={"steps": section.steps, "resumed_from_step": result.resumed_from_step,

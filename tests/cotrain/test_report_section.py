@@ -1,0 +1,26 @@
+from _cotrain_tables import ARMS, metrics_table, validation_table
+
+from sws.cotrain.report_section import arm_rows
+
+
+class TablesPage:
+    """The report's page as the section reads it: tables by name."""
+
+    def __init__(self, tables):
+        self.tables = tables
+
+    def table(self, name):
+        return self.tables.get(name)
+
+
+def test_the_first_table_shows_each_arm_per_generated_and_per_valid_task():
+    steps = [{"valid": 2, "productive": 2}, {"productive_rate": 0.125, "valid": 4, "productive": 1, "sr_zero": 3,
+                                             "duplicates": 2, "sr_histogram": [3, 1, 0, 0]}]
+    page = TablesPage({ARMS["cotrained"].metrics: metrics_table(steps),
+                       ARMS["cotrained"].validation: validation_table([("1+1", 4, 1), ("2+2", 4, 4)])})
+    [row] = arm_rows(page)
+    assert {name: row[name] for name in row if "2nd half" in name} == {
+        "productive per generated (2nd half)": 0.125, "productive per valid (2nd half)": 0.25,
+        "never solved per valid (2nd half)": 0.75, "duplicates per valid (2nd half)": 0.5,
+        "sr histogram (quarters, 2nd half)": "3 / 1 / 0 / 0"}
+    assert row["held-out accuracy"] == 0.625
