@@ -550,8 +550,11 @@ class CotrainConfig(Section, CotrainBackendConfig):
     steps: int = Field(40, ge=1)
     # Task cards the synthesizer writes per step (B; one GRPO group).
     batch_size: int = Field(8, ge=2)
-    # Reasoner rollouts per valid task (K; one GRPO group per task).
+    # Reasoner rollouts per task (K; one GRPO group per task).
     rollouts: int = Field(8, ge=2)
+    # Tasks the reasoner trains on per step, in every arm alike (empty: batch_size; at least batch_size): the
+    # step's valid cards, topped up with the arm's earlier accepted tasks, then seed problems.
+    reasoner_tasks: int | None = Field(None, ge=2)
     # Adam learning rate of the synthesizer's GRPO update.
     synthesizer_learning_rate: float = Field(1e-4, gt=0)
     # Adam learning rate of the reasoner's GRPO update.
@@ -578,6 +581,13 @@ class CotrainConfig(Section, CotrainBackendConfig):
     validation_rollouts: int = Field(4, ge=1)
     # The reasoner's batch is trimmed, by whole rollout groups, to a multiple of this.
     data_parallel_size: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _every_valid_card_solved(self) -> CotrainConfig:
+        if self.reasoner_tasks is not None and self.reasoner_tasks < self.batch_size:
+            raise ValueError(f"reasoner_tasks ({self.reasoner_tasks}) is below batch_size ({self.batch_size}): "
+                             "every valid card of a step is solved, so set reasoner_tasks to at least batch_size")
+        return self
 
 
 class PipelineConfig(Section):

@@ -50,6 +50,7 @@ COTRAIN_METRICS: dict[str, pl.DataType] = {
     "synth_reward_mean": FLOAT, "synth_reward_std": FLOAT, "distinct_problems": FLOAT, "category_entropy": FLOAT,
     "synth_label_error": FLOAT, "seconds_generate": FLOAT, "seconds_verify": FLOAT, "seconds_solve": FLOAT,
     "seconds_update": FLOAT, "tokens_generate": INT, "tokens_solve": INT, "tokens_update": INT,
+    "reasoner_rollouts": INT, "replayed_tasks": INT, "seed_set_tasks": INT,
 }
 
 COTRAIN_VALIDATION: dict[str, pl.DataType] = {

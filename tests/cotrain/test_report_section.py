@@ -14,8 +14,9 @@ class TablesPage:
 
 
 def test_the_first_table_shows_each_arm_per_generated_and_per_valid_task():
-    steps = [{"valid": 2, "productive": 2}, {"productive_rate": 0.125, "valid": 4, "productive": 1, "sr_zero": 3,
-                                             "duplicates": 2, "sr_histogram": [3, 1, 0, 0]}]
+    steps = [{"valid": 2, "productive": 2, "reasoner_rollouts": 16},
+             {"productive_rate": 0.125, "valid": 4, "productive": 1, "sr_zero": 3, "duplicates": 2,
+              "sr_histogram": [3, 1, 0, 0], "reasoner_rollouts": 12}]
     page = TablesPage({ARMS["cotrained"].metrics: metrics_table(steps),
                        ARMS["cotrained"].validation: validation_table([("1+1", 4, 1), ("2+2", 4, 4)])})
     [row] = arm_rows(page)
@@ -24,3 +25,4 @@ def test_the_first_table_shows_each_arm_per_generated_and_per_valid_task():
         "never solved per valid (2nd half)": 0.75, "duplicates per valid (2nd half)": 0.5,
         "sr histogram (quarters, 2nd half)": "3 / 1 / 0 / 0"}
     assert row["held-out accuracy"] == 0.625
+    assert row["R rollouts per step"] == 14.0  # over every step, not the 2nd half

@@ -59,6 +59,7 @@ def test_every_arm_writes_its_tables_and_the_pool_bears_out_the_rewards(quick_ru
         assert pool.height == STEPS * BATCH and pool["task_id"].n_unique() == pool.height
         assert metrics["step"].to_list() == list(range(STEPS))
         assert set(pool.filter("valid")["k"]) <= {ROLLOUTS}
+        assert metrics["reasoner_rollouts"].to_list() == [BATCH * ROLLOUTS] * STEPS  # every arm alike
         for row in pool.iter_rows(named=True):
             assert row["reward"] == pytest.approx(synthesizer_reward(row["valid"], row["quality"],
                                                                      row["reliability"], row["sr"] or 0.0))

@@ -55,7 +55,7 @@ def _difference(summary: dict[str, ArmNumbers], arm: str, against: str, measure:
 
 def arms_table(found: list[dict[str, ArmNumbers]]) -> Table:
     table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "distinct / frozen's",
-                  title="co-training arms across seeds")
+                  "R rollouts / step", title="co-training arms across seeds")
     for arm in COTRAIN_ARM_NAMES:
         present = [summary for summary in found if arm in summary]
         if not present:
@@ -64,6 +64,8 @@ def arms_table(found: list[dict[str, ArmNumbers]]) -> Table:
         productive = spread([summary[arm]["productive_rate"] for summary in present])
         distinct = spread([summary[arm]["distinct_problems"] / summary["frozen"]["distinct_problems"]
                            for summary in present if "frozen" in summary])
+        rollouts = spread([summary[arm]["reasoner_rollouts"] for summary in present])
         table.add_row(arm, str(len(present)), share(productive.mean), share(accuracy.mean),
-                      share(accuracy.sem), "–" if distinct.mean is None else f"{distinct.mean:.2f}")
+                      share(accuracy.sem), "–" if distinct.mean is None else f"{distinct.mean:.2f}",
+                      f"{rollouts.mean:.1f}")
     return table

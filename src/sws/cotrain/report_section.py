@@ -39,6 +39,7 @@ def arm_rows(page: Any) -> list[dict[str, Any]]:
             "distinct problems per batch": numbers["distinct_problems"],
             "category entropy": round(float(half["category_entropy"].mean()), 3),
             "S reward (mean)": numbers["synth_reward_mean"],
+            "R rollouts per step": round(numbers["reasoner_rollouts"], 1),
             "held-out accuracy": numbers["heldout_accuracy"],
         })
     return rows
@@ -58,6 +59,8 @@ def cotraining_section(page: Any) -> Section:
         "the synthesizer generated and per valid task; never solved: a valid task none of its rollouts solved "
         "(sr = 0); duplicates: cards rejected as a duplicate, per valid task (per valid: over all the valid tasks "
         "of the 2nd half together). The 2nd half is the last half of the steps. sr histogram: the valid tasks of "
-        "the 2nd half by the share of rollouts solved, in quarters. Held-out accuracy: the final reasoner on "
-        "fresh problems of the seed categories, which no arm trained on. One run's numbers; `sws compare` over "
-        "seeds gives the differences with their standard errors.") + page.figure(figure, "cotrain_productive"))
+        "the 2nd half by the share of rollouts solved, in quarters. R rollouts per step: the reasoner's, over "
+        "all steps; every arm tops its valid cards up to the same number of tasks (earlier accepted tasks, then "
+        "seed problems), so it is the same in every arm unless a step ran out of tasks. Held-out accuracy: the "
+        "final reasoner on fresh problems of the seed categories, which no arm trained on. One run's numbers; "
+        "`sws compare` over seeds gives the differences with their standard errors.") + page.figure(figure, "cotrain_productive"))

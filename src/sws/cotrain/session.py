@@ -26,6 +26,7 @@ from sws.cotrain.labeler import ConsistencyLabeler
 from sws.cotrain.learner import Learner
 from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
+from sws.cotrain.top_up import TopUp
 from sws.cotrain.verify import CardVerifier
 from sws.training.tracking import step_logger
 from sws.world import World
@@ -57,6 +58,8 @@ class ArmRun:
     validation_rollouts: int
     # The static arm: the seed set's (problem, answer) pairs stand in for the synthesizer's cards.
     seed_tasks: tuple[tuple[str, str], ...] | None = None
+    # The seed set's (problem, answer) pairs, which top up a step's reasoner tasks in every arm (`top_up.py`).
+    top_up_tasks: tuple[tuple[str, str], ...] = ()
     # Labels the cards when the world computes none (`World.truth` None); None: the world's truth labels them.
     labeler: ConsistencyLabeler | None = None
     # What decides the run; a checkpoint of another identity is discarded, never resumed.
@@ -112,7 +115,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     try:
         while state.step < run.steps:
             result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
-                              state.ledger, run.categories, run.settings, state.rng)
+                              state.ledger, run.categories, run.settings, state.rng,
+                              TopUp.of(state.pool, run.top_up_tasks, cards_verifier.is_contaminated))
             state.pool += result.pool_rows
             state.metrics.append(result.metrics)
             state.step += 1

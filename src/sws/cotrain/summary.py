@@ -1,6 +1,7 @@
 """The numbers of a co-training run per arm, from its tables, over the second half of its steps: productive
 tasks (0 < sr < 1) per generated task; productive, never-solved (sr = 0) and duplicate tasks per valid task;
-acceptance, distinct problems per batch, the synthesizer's mean reward; and the reasoner's held-out accuracy.
+acceptance, distinct problems per batch, the synthesizer's mean reward; the reasoner's rollouts per step (over
+all steps); and its held-out accuracy.
 `sws run` prints them at the end of a co-training pipeline; the report and `sws compare` read them too."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sws.cotrain.arms import COTRAIN_ARMS
-from sws.tables import table_path
+from sws.tables import read_table, table_path
 
 # Per valid task: the metrics table's count column each is the share of.
 PER_VALID = {"productive_of_valid": "productive", "never_solved_of_valid": "sr_zero",
@@ -23,7 +24,7 @@ ArmNumbers = dict[str, float | None]
 HEADERS = {"productive_rate": "productive / generated", "productive_of_valid": "productive / valid",
            "never_solved_of_valid": "never solved / valid", "duplicates_of_valid": "duplicates / valid",
            "acceptance": "acceptance", "distinct_problems": "distinct", "synth_reward_mean": "S reward",
-           "heldout_accuracy": "held-out acc"}
+           "reasoner_rollouts": "R rollouts / step", "heldout_accuracy": "held-out acc"}
 
 
 def second_half(metrics: pl.DataFrame) -> pl.DataFrame:
@@ -41,6 +42,8 @@ def per_valid_task(metrics: pl.DataFrame) -> ArmNumbers:
 def arm_numbers(metrics: pl.DataFrame, validation: pl.DataFrame) -> ArmNumbers:
     half = second_half(metrics)
     return {**{column: float(half[column].mean()) for column in MEANS}, **per_valid_task(half),
+            # over every step: the reasoner's compute, equal in every arm unless a step ran out of tasks
+            "reasoner_rollouts": float(metrics["reasoner_rollouts"].mean()),
             "heldout_accuracy": float(validation["accuracy"].mean()) if validation.height else None}
 
 
@@ -48,14 +51,19 @@ def arm_summary(run_dir: Path) -> dict[str, ArmNumbers]:
     """Per arm with tables in the run: its numbers (`arm_numbers`)."""
     summary = {}
     for arm in COTRAIN_ARMS:
-        metrics_file, validation_file = table_path(run_dir, arm.metrics), table_path(run_dir, arm.validation)
-        if metrics_file.exists() and validation_file.exists():
-            summary[arm.name] = arm_numbers(pl.read_parquet(metrics_file), pl.read_parquet(validation_file))
+        if table_path(run_dir, arm.metrics).exists() and table_path(run_dir, arm.validation).exists():
+            summary[arm.name] = arm_numbers(read_table(run_dir, arm.metrics), read_table(run_dir, arm.validation))
     return summary
 
 
 def print_summary(run_dir: Path, console: Console | None = None) -> None:
     table = Table("arm", *HEADERS.values(), title="co-training, 2nd half of the steps")
     for name, numbers in arm_summary(run_dir).items():
-        table.add_row(name, *("–" if numbers[column] is None else f"{numbers[column]:.3f}" for column in HEADERS))
+        table.add_row(name, *(_cell(column, numbers[column]) for column in HEADERS))
     (console or Console()).print(table)
+
+
+def _cell(column: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1f}" if column == "reasoner_rollouts" else f"{value:.3f}"

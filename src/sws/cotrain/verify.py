@@ -89,6 +89,10 @@ class CardVerifier:
         self._recent.clear()
         self._recent.extend(recent)
 
+    def is_contaminated(self, problem: str) -> bool:
+        """Whether the problem names a benchmark or repeats a benchmark text (a validation task)."""
+        return bool(self._benchmark_name.search(problem) or self._benchmarks.find(problem))
+
     def _screen(self, text: str, accepted: NearDuplicateIndex) -> Verdict | TaskCard:
         """The card, once past every check but the label; else its rejection."""
         try:
@@ -97,7 +101,7 @@ class CardVerifier:
             return Verdict(text.strip(), None, None, None, (), str(error), 0.0, 0.0)
         if reason := prefilter_reason(card.problem, MIN_CHARS, MAX_TOKENS):
             return _rejected(card, reason)
-        if self._benchmark_name.search(card.problem) or self._benchmarks.find(card.problem):
+        if self.is_contaminated(card.problem):
             return _rejected(card, "contaminated")
         if accepted.find(card.problem):
             return _rejected(card, "duplicate", quality=1.0)

@@ -115,7 +115,8 @@ def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
     from sws.cotrain.loop import StepSettings
 
     return StepSettings(
-        batch_size=section.batch_size, rollouts=section.rollouts, update_synthesizer=arm.update_synthesizer,
+        batch_size=section.batch_size, rollouts=section.rollouts, reasoner_tasks=section.reasoner_tasks,
+        update_synthesizer=arm.update_synthesizer,
         shuffle_synthesizer_rewards=arm.shuffle_synthesizer_rewards, teachability=section.teachability,
         data_parallel_size=section.data_parallel_size,
         synthesizer_sampling=SamplingSettings(section.synthesizer_temperature, section.synthesizer_max_tokens,
@@ -137,6 +138,7 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
     if context.force and folder.exists():
         shutil.rmtree(folder)
     validation = world.fresh_problems(cfg, problems, section.validation_per_category)
+    seed_set = tuple(zip(problems["problem"], problems["answer"], strict=True))
     reasoner = (None if section.backend == "tinker" else Path(cfg.train.init_model).expanduser()
                 if cfg.train.init_model else world.built_policy(cfg).build())
     with card_labeler(world, cfg, run) as labeler:
@@ -147,7 +149,7 @@ def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
             synthesizer_learning_rate=section.synthesizer_learning_rate,
             reasoner_learning_rate=section.reasoner_learning_rate,
             validation=validation_tasks(validation.to_dicts()), validation_rollouts=section.validation_rollouts,
-            seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
+            seed_tasks=seed_set if arm.seed_set else None, top_up_tasks=seed_set,
             identity=context.identity, backend=section, report_to=cfg.train.report_to,
             arm_folder=folder.parent), world)
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
