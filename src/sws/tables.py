@@ -13,7 +13,7 @@ import polars as pl
 
 from sws import arms
 from sws.atomic_files import write_parquet
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.errors import UserError
 from sws.run_dir import LATER_ROUNDS, UNTARGETED, RunDir
 from sws.stage import producer_of
@@ -120,6 +120,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     **{arm.pool: COTRAIN_POOL for arm in COTRAIN_ARMS},
     **{arm.metrics: COTRAIN_METRICS for arm in COTRAIN_ARMS},
     **{arm.validation: COTRAIN_VALIDATION for arm in COTRAIN_ARMS},
+    INITIAL_VALIDATION: COTRAIN_VALIDATION,
 }
 
 # Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own

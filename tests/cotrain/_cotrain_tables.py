@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.tables import COTRAIN_METRICS, COTRAIN_VALIDATION, write_table
 
 ARMS = {arm.name: arm for arm in COTRAIN_ARMS}
@@ -26,3 +26,7 @@ def write_arm(folder, arm: str, steps: list[dict], validation: list[tuple[str, i
     write_table(folder, ARMS[arm].metrics, metrics_table(steps))
     write_table(folder, ARMS[arm].validation, validation_table(list(validation)))
     return folder
+
+
+def write_initial(folder, validation: list[tuple[str, int, int]]):
+    write_table(folder, INITIAL_VALIDATION, validation_table(validation))

@@ -1,7 +1,8 @@
 """`sws compare` over co-training runs (seeds): co-trained − frozen, co-trained − shuffled and shuffled − frozen
 over the second half of training, per generated task (productive) and per valid task (productive, never solved,
-duplicates), per seed, with mean, SEM and whether the mean clears two SEM; the held-out accuracy and distinct
-problems per batch of each arm across seeds. Reuses `sws.compare`'s spread and formats."""
+duplicates), per seed, with mean, SEM and whether the mean clears two SEM; each arm's held-out accuracy, Retain
+and Learn, distinct problems per batch and reasoner rollouts per step across seeds. Reuses `sws.compare`'s
+spread and formats."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def _difference(summary: dict[str, ArmNumbers], arm: str, against: str, measure:
 
 
 def arms_table(found: list[dict[str, ArmNumbers]]) -> Table:
-    table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "distinct / frozen's",
+    table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "Retain", "Learn", "distinct / frozen's",
                   "R rollouts / step", title="co-training arms across seeds")
     for arm in COTRAIN_ARM_NAMES:
         present = [summary for summary in found if arm in summary]
@@ -65,7 +66,9 @@ def arms_table(found: list[dict[str, ArmNumbers]]) -> Table:
         distinct = spread([summary[arm]["distinct_problems"] / summary["frozen"]["distinct_problems"]
                            for summary in present if "frozen" in summary])
         rollouts = spread([summary[arm]["reasoner_rollouts"] for summary in present])
+        retain, learn = (spread([summary[arm][name] for summary in present]) for name in ("retain", "learn"))
         table.add_row(arm, str(len(present)), share(productive.mean), share(accuracy.mean),
-                      share(accuracy.sem), "–" if distinct.mean is None else f"{distinct.mean:.2f}",
+                      share(accuracy.sem), share(retain.mean), share(learn.mean),
+                      "–" if distinct.mean is None else f"{distinct.mean:.2f}",
                       f"{rollouts.mean:.1f}")
     return table

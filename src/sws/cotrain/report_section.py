@@ -1,7 +1,8 @@
 """The report's co-training section: per arm, the productive rate per step, productive, never-solved and
 duplicate tasks per valid task, the sr histogram of the valid tasks over the second half, diversity (distinct
-problems per batch, category entropy), the synthesizer's reward and the reasoner's held-out accuracy, from the
-`cotrain/<arm>/metrics` and `cotrain/<arm>/validation` tables."""
+problems per batch, category entropy), the synthesizer's reward, the reasoner's rollouts per step and held-out
+accuracy (with Retain and Learn), from the `cotrain/<arm>/metrics`, `cotrain/<arm>/validation` and
+`cotrain/initial/validation` tables."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 
 import polars as pl
 
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.cotrain.summary import arm_numbers, second_half
 from sws.plots import line_chart
 from sws.report_html import Section, html_table, paragraph
 
-TABLES = tuple(name for arm in COTRAIN_ARMS for name in (arm.metrics, arm.validation))
+TABLES = (*(name for arm in COTRAIN_ARMS for name in (arm.metrics, arm.validation)), INITIAL_VALIDATION)
 TITLE = "Co-training (SynCo)"
 
 
@@ -25,7 +26,7 @@ def arm_rows(page: Any) -> list[dict[str, Any]]:
         if metrics is None or validation is None or metrics.height == 0:
             continue
         numbers = {name: None if value is None else round(value, 3)
-                   for name, value in arm_numbers(metrics, validation).items()}
+                   for name, value in arm_numbers(metrics, validation, page.table(INITIAL_VALIDATION)).items()}
         half = second_half(metrics)
         histogram = [sum(bins) for bins in zip(*half["sr_histogram"].to_list(), strict=True)]
         rows.append({
@@ -41,8 +42,17 @@ def arm_rows(page: Any) -> list[dict[str, Any]]:
             "S reward (mean)": numbers["synth_reward_mean"],
             "R rollouts per step": round(numbers["reasoner_rollouts"], 1),
             "held-out accuracy": numbers["heldout_accuracy"],
+            "Retain": numbers["retain"], "Learn": numbers["learn"],
         })
     return rows
+
+
+def initial_line(initial: pl.DataFrame | None) -> str:
+    if initial is None or initial.height == 0:
+        return "The initial reasoner was not evaluated in this run, so Retain and Learn are empty."
+    solved = int((initial["n_correct"] > 0).sum())
+    return (f"The initial reasoner: held-out accuracy {float(initial['accuracy'].mean()):.3f}, {solved} of "
+            f"{initial.height} tasks solved (Retain's) and {initial.height - solved} never (Learn's).")
 
 
 def cotraining_section(page: Any) -> Section:
@@ -62,5 +72,7 @@ def cotraining_section(page: Any) -> Section:
         "the 2nd half by the share of rollouts solved, in quarters. R rollouts per step: the reasoner's, over "
         "all steps; every arm tops its valid cards up to the same number of tasks (earlier accepted tasks, then "
         "seed problems), so it is the same in every arm unless a step ran out of tasks. Held-out accuracy: the "
-        "final reasoner on fresh problems of the seed categories, which no arm trained on. One run's numbers; "
-        "`sws compare` over seeds gives the differences with their standard errors.") + page.figure(figure, "cotrain_productive"))
+        "final reasoner on fresh problems of the seed categories, which no arm trained on; Retain: on those of "
+        "them the initial reasoner solved (any of its answers right), Learn: on those it never solved. "
+        + initial_line(page.table(INITIAL_VALIDATION)) + " One run's numbers; `sws compare` over seeds gives the "
+        "differences with their standard errors.") + page.figure(figure, "cotrain_productive"))

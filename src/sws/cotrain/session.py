@@ -23,7 +23,7 @@ from sws.atomic_files import fsync, write_text
 from sws.cotrain.backend import CotrainBackendConfig, make_learner
 from sws.cotrain.context import Ledger
 from sws.cotrain.labeler import ConsistencyLabeler
-from sws.cotrain.learner import Learner
+from sws.cotrain.learner import Learner, SamplingSettings
 from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
 from sws.cotrain.top_up import TopUp
@@ -124,7 +124,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
             _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
             if logger is not None:
                 logger.log(result.metrics, state.step)
-        validation = _validate(reasoner, run, world)
+        validation = answer_validation(reasoner, run.validation, run.validation_rollouts,
+                                       run.settings.reasoner_sampling, world)
         succeeded = True
     finally:
         if logger is not None:
@@ -134,14 +135,15 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     return ArmResult(state.pool, state.metrics, validation, resumed_from_step)
 
 
-def _validate(reasoner: Learner, run: ArmRun, world: World) -> list[dict]:
-    """Held-out accuracy: `validation_rollouts` answers of the trained reasoner per validation task."""
-    if not run.validation:
+def answer_validation(reasoner: Learner, tasks: Sequence[ValidationTask], rollouts: int,
+                      sampling: SamplingSettings, world: World) -> list[dict]:
+    """Held-out accuracy: `rollouts` answers of the reasoner (trained, or the initial one) per validation task."""
+    if not tasks:
         return []
-    prompts = [reasoner_prompt(world, task.problem) for task in run.validation]
-    answers = reasoner.sample(prompts, run.validation_rollouts, run.settings.reasoner_sampling)
+    prompts = [reasoner_prompt(world, task.problem) for task in tasks]
+    answers = reasoner.sample(prompts, rollouts, sampling)
     rows = []
-    for index, (task, group) in enumerate(zip(run.validation, answers, strict=True)):
+    for index, (task, group) in enumerate(zip(tasks, answers, strict=True)):
         n_correct = sum(is_correct(world.verifier, task.answer, completion.text) for completion in group)
         rows.append({"task_id": index, "problem": task.problem, "answer": task.answer, "category": task.category,
                      "k": len(group), "n_correct": n_correct, "accuracy": n_correct / len(group)})

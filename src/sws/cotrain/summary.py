@@ -1,7 +1,7 @@
 """The numbers of a co-training run per arm, from its tables, over the second half of its steps: productive
 tasks (0 < sr < 1) per generated task; productive, never-solved (sr = 0) and duplicate tasks per valid task;
 acceptance, distinct problems per batch, the synthesizer's mean reward; the reasoner's rollouts per step (over
-all steps); and its held-out accuracy.
+all steps); and its held-out accuracy, overall and split by the initial reasoner's answers (Retain, Learn).
 `sws run` prints them at the end of a co-training pipeline; the report and `sws compare` read them too."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.tables import read_table, table_path
 
 # Per valid task: the metrics table's count column each is the share of.
@@ -24,7 +24,8 @@ ArmNumbers = dict[str, float | None]
 HEADERS = {"productive_rate": "productive / generated", "productive_of_valid": "productive / valid",
            "never_solved_of_valid": "never solved / valid", "duplicates_of_valid": "duplicates / valid",
            "acceptance": "acceptance", "distinct_problems": "distinct", "synth_reward_mean": "S reward",
-           "reasoner_rollouts": "R rollouts / step", "heldout_accuracy": "held-out acc"}
+           "reasoner_rollouts": "R rollouts / step", "heldout_accuracy": "held-out acc", "retain": "Retain",
+           "learn": "Learn"}
 
 
 def second_half(metrics: pl.DataFrame) -> pl.DataFrame:
@@ -39,21 +40,39 @@ def per_valid_task(metrics: pl.DataFrame) -> ArmNumbers:
     return {name: int(metrics[count].sum()) / valid if valid else None for name, count in PER_VALID.items()}
 
 
-def arm_numbers(metrics: pl.DataFrame, validation: pl.DataFrame) -> ArmNumbers:
+def retain_and_learn(initial: pl.DataFrame | None, final: pl.DataFrame) -> ArmNumbers:
+    """SynCo's split of the held-out tasks by the initial reasoner's answers: Retain, the final reasoner's
+    accuracy on the tasks the initial one solved (any of its answers right), Learn on those it never solved. None
+    without the initial answers, or where a side has no task."""
+    if initial is None:
+        return {"retain": None, "learn": None}
+    solved = final.join(initial.select("task_id", "problem", (pl.col("n_correct") > 0).alias("initially_solved")),
+                        on=["task_id", "problem"])
+    return {name: _mean(solved.filter(pl.col("initially_solved") == was_solved)["accuracy"])
+            for name, was_solved in (("retain", True), ("learn", False))}
+
+
+def arm_numbers(metrics: pl.DataFrame, validation: pl.DataFrame, initial: pl.DataFrame | None) -> ArmNumbers:
     half = second_half(metrics)
     return {**{column: float(half[column].mean()) for column in MEANS}, **per_valid_task(half),
             # over every step: the reasoner's compute, equal in every arm unless a step ran out of tasks
             "reasoner_rollouts": float(metrics["reasoner_rollouts"].mean()),
-            "heldout_accuracy": float(validation["accuracy"].mean()) if validation.height else None}
+            "heldout_accuracy": _mean(validation["accuracy"]), **retain_and_learn(initial, validation)}
 
 
 def arm_summary(run_dir: Path) -> dict[str, ArmNumbers]:
     """Per arm with tables in the run: its numbers (`arm_numbers`)."""
+    initial = read_table(run_dir, INITIAL_VALIDATION) if table_path(run_dir, INITIAL_VALIDATION).exists() else None
     summary = {}
     for arm in COTRAIN_ARMS:
         if table_path(run_dir, arm.metrics).exists() and table_path(run_dir, arm.validation).exists():
-            summary[arm.name] = arm_numbers(read_table(run_dir, arm.metrics), read_table(run_dir, arm.validation))
+            summary[arm.name] = arm_numbers(read_table(run_dir, arm.metrics), read_table(run_dir, arm.validation),
+                                            initial)
     return summary
+
+
+def _mean(values: pl.Series) -> float | None:
+    return float(values.mean()) if values.len() else None
 
 
 def print_summary(run_dir: Path, console: Console | None = None) -> None:
