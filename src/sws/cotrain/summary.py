@@ -12,6 +12,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from sws import ui
 from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.tables import read_table, table_path
 
@@ -79,7 +80,7 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
     table = Table("arm", *HEADERS.values(), title="co-training, 2nd half of the steps")
     for name, numbers in arm_summary(run_dir).items():
         table.add_row(name, *(_cell(column, numbers[column]) for column in HEADERS))
-    (console or Console()).print(table)
+    (console or ui.stdout_console()).print(table)
 
 
 def _cell(column: str, value: float | None) -> str:
