@@ -597,6 +597,9 @@ class PipelineConfig(Section):
     world: str = "arith"
     # The world's own section, written under the world's name (`arith:`) and checked by its settings model.
     world_settings: SerializeAsAny[Section] | None = None
+    # Where this pipeline has never been run (a preset written for hardware it has not run on), said first by
+    # `sws run --dry-run`; empty: nothing to say.
+    not_run: str = ""
     roles: RolesConfig = Field(default_factory=RolesConfig)
     prepare: PrepareConfig = Field(default_factory=PrepareConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)

@@ -26,7 +26,7 @@ import polars as pl
 
 from sws.config import CotrainConfig, PipelineConfig
 from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION, CotrainArm
-from sws.cotrain.labeler import ConsistencyLabeler
+from sws.cotrain.labeler import ConsistencyLabeler, labeled_by_samples
 from sws.cotrain.summary import second_half
 from sws.errors import UserError
 from sws.llm_calls import engine_for
@@ -58,11 +58,6 @@ def world_synthesizer(world: World, cfg: PipelineConfig, config_file: Path | str
                         "synthesizer to co-train in this process; set cotrain.backend: tinker (with "
                         "cotrain.synthesizer and cotrain.reasoner), or world: arith")
     return synthesizer
-
-
-def labeled_by_samples(world: World) -> bool:
-    """Whether the world computes no labels itself, so the labeler's consistent samples give them."""
-    return world.truth("") is None
 
 
 def card_roles(cfg: PipelineConfig) -> tuple[str, ...]:
