@@ -561,6 +561,9 @@ class CotrainConfig(Section, CotrainBackendConfig):
     reasoner_learning_rate: float = Field(1e-4, gt=0)
     # The synthesizer's reward for a task the reasoner solves in a share sr of its rollouts.
     teachability: Literal["synco", "azr", "rzero"] = "synco"
+    # Reject a card without a worked solution (`no_solution`). A card's solution, required or not, makes its
+    # reliability SynCo's: 1 when the solution's final answer agrees with the label, else 0.
+    require_solution: bool = False
     # Sampling temperature of the synthesizer's cards.
     synthesizer_temperature: float = Field(1.0, gt=0)
     # Sampling temperature of the reasoner's rollouts.

@@ -39,8 +39,9 @@ EVAL_PROBLEMS: dict[str, pl.DataType] = {
 
 COTRAIN_POOL: dict[str, pl.DataType] = {
     "step": INT, "slot": INT, "task_id": INT, "context_hash": STR, "problem": STR, "answer": STR,
-    "synth_answer": STR, "category": STR, "valid": BOOL, "reject_reason": STR, "quality": FLOAT,
-    "reliability": FLOAT, "k": INT, "n_correct": INT, "sr": FLOAT, "teachability": FLOAT, "reward": FLOAT,
+    "synth_answer": STR, "solution": STR, "solution_answer": STR, "category": STR, "valid": BOOL,
+    "reject_reason": STR, "quality": FLOAT, "quality_reason": STR, "reliability": FLOAT, "k": INT, "n_correct": INT,
+    "sr": FLOAT, "teachability": FLOAT, "reward": FLOAT,
 }
 
 COTRAIN_METRICS: dict[str, pl.DataType] = {

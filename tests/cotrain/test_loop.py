@@ -49,10 +49,11 @@ def _run(settings: StepSettings, steps: int = 2, synthesizer=None, reasoner=None
          validation=()):
     synthesizer = synthesizer or ScriptedLearner(CARDS)
     reasoner = reasoner or ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
-    verifier = CardVerifier(get_world("arith").truth, validation, CATEGORIES)
+    verifier = CardVerifier(get_world("arith").truth, validation, CATEGORIES, get_world("arith").verifier,
+                            require_solution=settings.require_solution)  # as the session builds it
     ledger, rows, metrics = Ledger(), [], []
     for step in range(steps):
-        top_up = TopUp.of(rows, seed_set, verifier.is_contaminated)  # as the session builds it
+        top_up = TopUp.of(rows, seed_set, verifier.is_contaminated)
         result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith"), ledger,
                           CATEGORIES, settings, random.Random(step), top_up)
         rows += result.pool_rows
@@ -225,6 +226,18 @@ def test_a_seed_problem_repeating_a_validation_task_never_tops_up_a_step():
     _, reasoner, _, _ = _run(SETTINGS, steps=4, synthesizer=ScriptedLearner(["garbage"]), validation=[validation])
     prompts = [prompt for step, _ in _sampled_tasks(reasoner) for prompt in step]
     assert len(prompts) == 4 * 5 and not any(validation in prompt for prompt in prompts)
+
+
+def test_the_pool_table_carries_each_cards_solution_and_rejects_one_without_where_required():
+    solved = "problem: Compute 12 + 30.\nsolution: 12 + 30 = \\boxed{42}\nanswer: 41"
+    settings = replace(SETTINGS, require_solution=True)
+    _, _, rows, _ = _run(settings, steps=1, synthesizer=ScriptedLearner([solved, *CARDS[2:]]))
+    assert [row["reject_reason"] for row in rows] == [None, "no_solution", "no_solution", "no_problem", "duplicate"]
+    first = rows[0]
+    assert (first["solution"], first["solution_answer"], first["synth_answer"]) == (
+        "12 + 30 = \\boxed{42}", "42", "41")
+    # reliability is the solution's agreement with the truth, so the reward is the teachability alone
+    assert (first["reliability"], first["quality_reason"], first["reward"]) == (1.0, "no_judge", pytest.approx(2 / 3))
 
 
 def test_fewer_reasoner_tasks_than_cards_refused():

@@ -33,6 +33,7 @@ class StepSettings:
     reasoner_tasks: int | None = None
     update_synthesizer: bool = True  # the frozen arm's one switch
     shuffle_synthesizer_rewards: bool = False  # the negative control: S's rewards permuted within the batch
+    require_solution: bool = False  # a card without a worked solution is rejected (`no_solution`)
     teachability: TeachabilityCurve = "synco"
     data_parallel_size: int = 1  # R's batch is trimmed, by whole groups, to a multiple of this
     synthesizer_sampling: SamplingSettings = field(default_factory=lambda: SamplingSettings(1.0, 48))
@@ -161,8 +162,10 @@ def _pool_row(step: int, slot: int, task_id: int, context_hash: str, verdict: Ve
     sr = n_correct / k if n_correct is not None else None
     return {"step": step, "slot": slot, "task_id": task_id, "context_hash": context_hash,
             "problem": verdict.problem, "answer": verdict.answer, "synth_answer": verdict.synth_answer,
+            "solution": verdict.solution, "solution_answer": verdict.solution_answer,
             "category": verdict.category, "valid": verdict.valid, "reject_reason": verdict.reject_reason,
-            "quality": verdict.quality, "reliability": verdict.reliability, "k": k,
+            "quality": verdict.quality, "quality_reason": verdict.quality_reason, "reliability": verdict.reliability,
+            "k": k,
             "n_correct": n_correct, "sr": sr,
             "teachability": None if sr is None else TEACHABILITY[settings.teachability](sr),
             "reward": reward}

@@ -107,7 +107,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     resumed_from_step = state.step
     # The seed set repeats by design, so the static arm dedups within a batch only.
     cards_verifier = CardVerifier(run.labeler or world.truth, [task.problem for task in run.validation], run.categories,
-                                  recent_window=0 if run.seed_tasks is not None else 2000)
+                                  world.verifier, recent_window=0 if run.seed_tasks is not None else 2000,
+                                  require_solution=run.settings.require_solution)
     cards_verifier.restore(state.recent)
     logger = (step_logger(run.report_to, run.arm_folder, run.arm_folder.name)
               if run.arm_folder is not None and state.step < run.steps else None)

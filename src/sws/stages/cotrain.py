@@ -121,7 +121,7 @@ def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
 
     return StepSettings(
         batch_size=section.batch_size, rollouts=section.rollouts, reasoner_tasks=section.reasoner_tasks,
-        update_synthesizer=arm.update_synthesizer,
+        require_solution=section.require_solution, update_synthesizer=arm.update_synthesizer,
         shuffle_synthesizer_rewards=arm.shuffle_synthesizer_rewards, teachability=section.teachability,
         data_parallel_size=section.data_parallel_size,
         synthesizer_sampling=SamplingSettings(section.synthesizer_temperature, section.synthesizer_max_tokens,
