@@ -164,3 +164,11 @@ def test_the_default_reward_stays_out_of_a_saved_config_so_older_runs_keep_their
     chosen = PipelineConfig.model_validate({"train": {"reward": "brevity"}})
     save_run_config(tmp_path, chosen)
     assert load_run_config(tmp_path).train.reward == "brevity"
+
+
+def test_fewer_co_training_reasoner_tasks_than_cards_a_step_is_refused_in_one_line(tmp_path):
+    path = write_yaml(tmp_path / "p.yaml", {"cotrain": {"batch_size": 8, "reasoner_tasks": 4}})
+    with pytest.raises(UserError, match=r"reasoner_tasks \(4\) is below batch_size \(8\)") as error:
+        load_config(path)
+    assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
+    assert load_config(write_yaml(tmp_path / "q.yaml", {"cotrain": {"batch_size": 8, "reasoner_tasks": 8}}))

@@ -39,3 +39,16 @@ def test_later_rounds_are_named_as_not_checked(tmp_path):
     assert "then rounds 2 to 3 in" in result.stdout and "(not checked by --dry-run)" in result.stdout
     assert not (tmp_path / "run").exists()
 
+
+
+def test_a_pipeline_that_says_where_it_has_not_run_says_so_first_and_a_co_training_one_shows_its_plan(tmp_path):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("not_run: not on a GPU yet\ncotrain: {arms: [frozen], only: true, steps: 3}\n")
+
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--run", str(tmp_path / "run"), "--dry-run"])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("NOT RUN: not on a GPU yet\n")
+    assert "co-training plan" in result.stdout and "frozen: 3 steps each" in result.stdout
+    quick = CliRunner().invoke(app, ["run", "quick", "--run", str(tmp_path / "quick"), "--dry-run"])
+    assert "NOT RUN" not in quick.stdout and "co-training plan" not in quick.stdout

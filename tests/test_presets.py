@@ -106,6 +106,12 @@ def test_the_tinker_cotraining_presets_train_two_adapters_of_one_base_on_math(na
                                       "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "cotrain cotrained" in result.output and not (tmp_path / "run").exists()
+    assert result.output.startswith("NOT RUN: this preset has not been run, neither on a GPU nor against a real "
+                                    "Tinker server")
+    tasks = section.reasoner_tasks or section.batch_size
+    plan = " ".join(result.output.split())
+    assert f"the reasoner on {tasks} tasks × {section.rollouts} rollouts = {tasks * section.rollouts} rollouts" in plan
+    assert f"of {section.reasoner.base_model} on the hosted Tinker service" in plan and cfg.roles.labeler.model in plan
 
 
 def test_the_8b_cotraining_preset_has_syncos_batch_and_lengths() -> None:

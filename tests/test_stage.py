@@ -38,8 +38,8 @@ def test_sws_run_runs_the_method_in_order() -> None:
     assert [stage.title or stage.name for stage in run_stages()] == [
         "prepare", "train initial", "identify", "synthesize", "filter", "untargeted synthesis", "select",
         "select at random", "mix random selected", "mix", "mix selected", "export verl", "train baseline and augmented",
-        "train selected and random_selected", "train untargeted", "cotrain cotrained", "cotrain frozen",
-        "cotrain static", "cotrain shuffled", "eval", "report"]
+        "train selected and random_selected", "train untargeted", "cotrain initial reasoner", "cotrain cotrained",
+        "cotrain frozen", "cotrain static", "cotrain shuffled", "eval", "report"]
     assert [stage.name for stage in synthesis_steps()] == ["extract", "combine", "generate", "rate", "label", "audit"]
 
 

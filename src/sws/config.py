@@ -570,14 +570,20 @@ class CotrainConfig(Section, CotrainBackendConfig):
     steps: int = Field(40, ge=1)
     # Task cards the synthesizer writes per step (B; one GRPO group).
     batch_size: int = Field(8, ge=2)
-    # Reasoner rollouts per valid task (K; one GRPO group per task).
+    # Reasoner rollouts per task (K; one GRPO group per task).
     rollouts: int = Field(8, ge=2)
+    # Tasks the reasoner trains on per step, in every arm alike (empty: batch_size; at least batch_size): the
+    # step's valid cards, topped up with the arm's earlier accepted tasks, then seed problems.
+    reasoner_tasks: int | None = Field(None, ge=2)
     # Adam learning rate of the synthesizer's GRPO update.
     synthesizer_learning_rate: float = Field(1e-4, gt=0)
     # Adam learning rate of the reasoner's GRPO update.
     reasoner_learning_rate: float = Field(1e-4, gt=0)
     # The synthesizer's reward for a task the reasoner solves in a share sr of its rollouts.
     teachability: Literal["synco", "azr", "rzero"] = "synco"
+    # Reject a card without a worked solution (`no_solution`). A card's solution, required or not, makes its
+    # reliability SynCo's: 1 when the solution's final answer agrees with the label, else 0.
+    require_solution: bool = False
     # Sampling temperature of the synthesizer's cards.
     synthesizer_temperature: float = Field(1.0, gt=0)
     # Sampling temperature of the reasoner's rollouts.
@@ -599,6 +605,13 @@ class CotrainConfig(Section, CotrainBackendConfig):
     # The reasoner's batch is trimmed, by whole rollout groups, to a multiple of this.
     data_parallel_size: int = Field(1, ge=1)
 
+    @model_validator(mode="after")
+    def _every_valid_card_solved(self) -> CotrainConfig:
+        if self.reasoner_tasks is not None and self.reasoner_tasks < self.batch_size:
+            raise ValueError(f"reasoner_tasks ({self.reasoner_tasks}) is below batch_size ({self.batch_size}): "
+                             "every valid card of a step is solved, so set reasoner_tasks to at least batch_size")
+        return self
+
 
 class PipelineConfig(Section):
     # numpy, torch and the trainers take seeds of different widths; every one of them takes 32 bits.
@@ -607,6 +620,9 @@ class PipelineConfig(Section):
     world: str = "arith"
     # The world's own section, written under the world's name (`arith:`) and checked by its settings model.
     world_settings: SerializeAsAny[Section] | None = None
+    # Where this pipeline has never been run (a preset written for hardware it has not run on), said first by
+    # `sws run --dry-run`; empty: nothing to say.
+    not_run: str = ""
     roles: RolesConfig = Field(default_factory=RolesConfig)
     prepare: PrepareConfig = Field(default_factory=PrepareConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)

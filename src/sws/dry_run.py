@@ -1,5 +1,6 @@
 """`sws run PIPELINE --run DIR --dry-run`: every step `sws run` would take, in order, and whether it is up to date
-or why it would run, writing nothing (not even the run directory).
+or why it would run, writing nothing (not even the run directory). A pipeline's `not_run` line comes first; a
+co-training pipeline's plan (`sws.cotrain.plan`) follows the steps.
 
 Each step is driven as `sws run` drives it, inside `runner.planning()`: the runner checks every stage's manifest
 as it does before running one (`manifests.stale_reason`, the one place that decides), records the current ones and
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from sws import runner, ui
 from sws.config import PipelineConfig
+from sws.cotrain.plan import plan_table as cotraining_plan
 from sws.pipeline import pipeline_steps, with_seed_input
 
 
@@ -83,7 +85,11 @@ def plan_table(planned: list[PlannedStep], run_dir: Path) -> Table:
 def print_plan(cfg: PipelineConfig, run_dir: Path, force: bool = False) -> None:
     planned = plan_run(cfg, run_dir, force)
     console = Console(width=max(120, Console().width), highlight=False)
+    if cfg.not_run:
+        console.print(f"NOT RUN: {cfg.not_run}", soft_wrap=True)
     console.print(plan_table(planned, run_dir))
+    if cfg.cotrain.arms:
+        console.print(cotraining_plan(cfg))
     if cfg.rounds.n > 1:
         console.print(f"then rounds 2 to {cfg.rounds.n} in {run_dir / 'rounds'}/, each on the round before's "
                       "outputs (not checked by --dry-run)", soft_wrap=True)

@@ -13,7 +13,7 @@ import polars as pl
 
 from sws import arms
 from sws.atomic_files import write_parquet
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.errors import UserError
 from sws.run_dir import LATER_ROUNDS, UNTARGETED, RunDir
 from sws.stage import producer_of
@@ -39,16 +39,19 @@ EVAL_PROBLEMS: dict[str, pl.DataType] = {
 
 COTRAIN_POOL: dict[str, pl.DataType] = {
     "step": INT, "slot": INT, "task_id": INT, "context_hash": STR, "problem": STR, "answer": STR,
-    "synth_answer": STR, "category": STR, "valid": BOOL, "reject_reason": STR, "quality": FLOAT,
-    "reliability": FLOAT, "k": INT, "n_correct": INT, "sr": FLOAT, "teachability": FLOAT, "reward": FLOAT,
+    "synth_answer": STR, "solution": STR, "solution_answer": STR, "category": STR, "valid": BOOL,
+    "reject_reason": STR, "quality": FLOAT, "quality_reason": STR, "reliability": FLOAT, "k": INT, "n_correct": INT,
+    "sr": FLOAT, "teachability": FLOAT, "reward": FLOAT,
 }
 
 COTRAIN_METRICS: dict[str, pl.DataType] = {
     "step": INT, "generated": INT, "valid": INT, "acceptance": FLOAT, "productive": INT, "productive_rate": FLOAT,
-    "productive_of_valid": FLOAT, "sr_zero": INT, "sr_one": INT, "sr_histogram": pl.List(INT),
+    "productive_of_valid": FLOAT, "sr_zero": INT, "never_solved_of_valid": FLOAT, "sr_one": INT,
+    "duplicates": INT, "duplicates_of_valid": FLOAT, "sr_histogram": pl.List(INT),
     "synth_reward_mean": FLOAT, "synth_reward_std": FLOAT, "distinct_problems": FLOAT, "category_entropy": FLOAT,
     "synth_label_error": FLOAT, "seconds_generate": FLOAT, "seconds_verify": FLOAT, "seconds_solve": FLOAT,
     "seconds_update": FLOAT, "tokens_generate": INT, "tokens_solve": INT, "tokens_update": INT,
+    "reasoner_rollouts": INT, "replayed_tasks": INT, "seed_set_tasks": INT,
 }
 
 COTRAIN_VALIDATION: dict[str, pl.DataType] = {
@@ -121,6 +124,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     **{arm.pool: COTRAIN_POOL for arm in COTRAIN_ARMS},
     **{arm.metrics: COTRAIN_METRICS for arm in COTRAIN_ARMS},
     **{arm.validation: COTRAIN_VALIDATION for arm in COTRAIN_ARMS},
+    INITIAL_VALIDATION: COTRAIN_VALIDATION,
 }
 
 # Difficulty-adaptive regeneration (`sws filter` with synthesize.adapt_rounds): round r >= 1 writes its own

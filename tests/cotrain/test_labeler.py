@@ -44,7 +44,7 @@ class FixedAnswers(Engine):
 def verifier(engine: FixedAnswers, samples: int = 4, min_consistency: float = 0.5) -> CardVerifier:
     labeler = ConsistencyLabeler(engine, EngineConfig(engine="openai", model="labeler"),
                                  load_template("label", None, "math"), samples, min_consistency, MATH.verifier, 0)
-    return CardVerifier(labeler, [], SUBJECTS)
+    return CardVerifier(labeler, [], SUBJECTS, labeler.verifier)
 
 
 def card(problem: str, answer: str | None = None, category: str | None = None) -> str:
@@ -116,3 +116,12 @@ def test_a_cards_category_is_read_as_one_of_the_runs_or_left_unset():
     assert all(verdict.valid for verdict in verdicts)  # a category that names none of the run's costs no card
     assert [verdict.category for verdict in verdicts] == [
         "Counting & Probability", "Algebra", "Counting & Probability", None, None]
+
+
+def test_a_solution_makes_the_reliability_its_agreement_with_the_consistent_label():
+    engine = FixedAnswers({"apples": [boxed("0.5")] * 3 + [boxed("3")], "pears": [boxed("12")] * 4})
+    agreeing, disagreeing = verifier(engine).verify_batch([
+        card("What share of the apples is red, if half are?") + "\nsolution: half is \\boxed{\\frac{1}{2}}",
+        card("How many pears are in three boxes of four pears?") + "\nsolution: 3 + 4 = \\boxed{7}"])
+    assert (agreeing.answer, agreeing.solution_answer, agreeing.reliability) == ("0.5", "\\frac{1}{2}", 1.0)
+    assert (disagreeing.answer, disagreeing.solution_answer, disagreeing.reliability) == ("12", "7", 0.0)

@@ -8,12 +8,15 @@ from sws.cotrain.context import Ledger
 from sws.cotrain.learner import Completion, SamplingSettings
 from sws.cotrain.loop import StepSettings, run_step
 from sws.cotrain.rewards import synthesizer_reward
+from sws.cotrain.top_up import TopUp
 from sws.cotrain.verify import CardVerifier
 from sws.world import get_world
 
 CATEGORIES = ["addition", "subtraction", "multiplication"]
 CARDS = ["problem: Compute 47 + 85.\nanswer: 132", "problem: Compute 47 + 85.\nanswer: 132",
          "problem: Compute 9 - 3.\nanswer: 5", "problem: Compute 6 * 7.", "garbage"]
+SEED_SET = (("Compute 11 + 11.", "22"), ("Compute 30 - 8.", "22"), ("Compute 3 * 4.", "12"),
+            ("Compute 50 + 1.", "51"), ("Compute 9 * 9.", "81"), ("Compute 70 - 7.", "63"))
 
 
 class ScriptedLearner:
@@ -42,13 +45,17 @@ class ScriptedLearner:
         return [call[0] for call in self.calls]
 
 
-def _run(settings: StepSettings, steps: int = 2, synthesizer=None, reasoner=None):
+def _run(settings: StepSettings, steps: int = 2, synthesizer=None, reasoner=None, seed_set=SEED_SET,
+         validation=()):
     synthesizer = synthesizer or ScriptedLearner(CARDS)
     reasoner = reasoner or ScriptedLearner(["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"])
-    verifier, ledger, rows, metrics = CardVerifier(get_world("arith").truth, [], CATEGORIES), Ledger(), [], []
+    verifier = CardVerifier(get_world("arith").truth, validation, CATEGORIES, get_world("arith").verifier,
+                            require_solution=settings.require_solution)  # as the session builds it
+    ledger, rows, metrics = Ledger(), [], []
     for step in range(steps):
+        top_up = TopUp.of(rows, seed_set, verifier.is_contaminated)
         result = run_step(step, len(rows), synthesizer, reasoner, verifier, get_world("arith"), ledger,
-                          CATEGORIES, settings, random.Random(step))
+                          CATEGORIES, settings, random.Random(step), top_up)
         rows += result.pool_rows
         metrics.append(result.metrics)
     return synthesizer, reasoner, rows, metrics
@@ -156,15 +163,86 @@ def test_metrics_count_productive_tasks_against_generated_and_valid():
     assert sum(metrics[0]["sr_histogram"]) == len(valid)
 
 
-def test_tokens_per_phase_count_what_each_policy_generated_and_trained_on():
+def test_metrics_count_never_solved_and_duplicate_tasks_per_valid_task():
     _, _, rows, metrics = _run(SETTINGS, steps=1)
-    valid = sum(row["valid"] for row in rows)
+    # valid: 47 + 85 (one rollout of three right), 9 - 3 (none), 6 * 7 (one); the second 47 + 85 a duplicate
+    assert [row["n_correct"] for row in rows if row["valid"]] == [1, 0, 1]
+    step = metrics[0]
+    assert (step["productive_of_valid"], step["never_solved_of_valid"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
+    assert (step["duplicates"], step["duplicates_of_valid"]) == (1, pytest.approx(1 / 3))
+
+
+def test_a_step_without_a_valid_task_has_no_share_per_valid_task():
+    _, _, _, metrics = _run(SETTINGS, steps=1, synthesizer=ScriptedLearner(["garbage"]))
+    assert metrics[0]["valid"] == 0 and metrics[0]["productive_rate"] == 0
+    assert [metrics[0][name] for name in ("productive_of_valid", "never_solved_of_valid", "duplicates_of_valid")] == [
+        None, None, None]
+
+
+def test_tokens_per_phase_count_what_each_policy_generated_and_trained_on():
+    _, _, _, metrics = _run(SETTINGS, steps=1)
     card_tokens = sum(map(len, CARDS))
-    rollout_tokens = valid * sum(map(len, ["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"]))
+    # 3 valid cards topped up to B = 5 tasks, K = 3 rollouts each
+    rollout_tokens = 5 * sum(map(len, ["\\boxed{132}", "\\boxed{1}", "\\boxed{42}"]))
     assert (metrics[0]["tokens_generate"], metrics[0]["tokens_solve"]) == (card_tokens, rollout_tokens)
     assert metrics[0]["tokens_update"] == rollout_tokens + card_tokens
     _, _, _, frozen = _run(replace(SETTINGS, update_synthesizer=False), steps=1)
     assert frozen[0]["tokens_update"] == rollout_tokens  # a frozen synthesizer trains on nothing
+
+
+def _sampled_tasks(reasoner):
+    """Per step: the reasoner's sampled prompts and their rollouts in all."""
+    return [(call[1], len(call[1]) * call[2]) for call in reasoner.calls if call[0] == "sample"]
+
+
+def test_every_arm_draws_the_same_reasoner_rollouts_per_step_whatever_its_acceptance():
+    _, accepting, _, accepting_metrics = _run(SETTINGS, steps=3)
+    frozen = replace(SETTINGS, update_synthesizer=False)
+    _, rejecting, _, rejecting_metrics = _run(frozen, steps=3, synthesizer=ScriptedLearner(["garbage"]))
+    assert [metrics["valid"] for metrics in accepting_metrics] == [3, 0, 0]
+    assert [metrics["valid"] for metrics in rejecting_metrics] == [0, 0, 0]
+    for reasoner, metrics in ((accepting, accepting_metrics), (rejecting, rejecting_metrics)):
+        assert [rollouts for _, rollouts in _sampled_tasks(reasoner)] == [5 * 3] * 3  # B tasks, K rollouts each
+        assert [step["reasoner_rollouts"] for step in metrics] == [15] * 3
+    more = replace(SETTINGS, reasoner_tasks=7)
+    _, reasoner, _, metrics = _run(more, steps=1)
+    assert _sampled_tasks(reasoner)[0][1] == metrics[0]["reasoner_rollouts"] == 7 * 3
+
+
+def test_the_step_is_topped_up_with_the_arms_earlier_accepted_tasks_before_seed_problems():
+    _, reasoner, rows, metrics = _run(SETTINGS, steps=2)
+    accepted = {row["problem"] for row in rows if row["valid"]}
+    first, second = (prompts for prompts, _ in _sampled_tasks(reasoner))
+    seed_problems = {problem for problem, _ in SEED_SET}
+    assert (metrics[0]["replayed_tasks"], metrics[0]["seed_set_tasks"]) == (0, 2)  # nothing accepted before
+    assert sum(any(problem in prompt for problem in seed_problems) for prompt in first) == 2
+    assert (metrics[1]["valid"], metrics[1]["replayed_tasks"], metrics[1]["seed_set_tasks"]) == (0, 3, 2)
+    assert {problem for problem in accepted if any(problem in prompt for prompt in second)} == accepted
+    assert metrics[0]["productive_of_valid"] == pytest.approx(2 / 3)  # the step's own cards, never the top-up
+
+
+def test_a_seed_problem_repeating_a_validation_task_never_tops_up_a_step():
+    validation = SEED_SET[0][0]
+    _, reasoner, _, _ = _run(SETTINGS, steps=4, synthesizer=ScriptedLearner(["garbage"]), validation=[validation])
+    prompts = [prompt for step, _ in _sampled_tasks(reasoner) for prompt in step]
+    assert len(prompts) == 4 * 5 and not any(validation in prompt for prompt in prompts)
+
+
+def test_the_pool_table_carries_each_cards_solution_and_rejects_one_without_where_required():
+    solved = "problem: Compute 12 + 30.\nsolution: 12 + 30 = \\boxed{42}\nanswer: 41"
+    settings = replace(SETTINGS, require_solution=True)
+    _, _, rows, _ = _run(settings, steps=1, synthesizer=ScriptedLearner([solved, *CARDS[2:]]))
+    assert [row["reject_reason"] for row in rows] == [None, "no_solution", "no_solution", "no_problem", "duplicate"]
+    first = rows[0]
+    assert (first["solution"], first["solution_answer"], first["synth_answer"]) == (
+        "12 + 30 = \\boxed{42}", "42", "41")
+    # reliability is the solution's agreement with the truth, so the reward is the teachability alone
+    assert (first["reliability"], first["quality_reason"], first["reward"]) == (1.0, "no_judge", pytest.approx(2 / 3))
+
+
+def test_fewer_reasoner_tasks_than_cards_refused():
+    with pytest.raises(ValueError, match="at least batch_size"):
+        StepSettings(batch_size=8, reasoner_tasks=4)
 
 
 def test_fewer_than_two_rollouts_refused():

@@ -105,8 +105,10 @@ def test_math_cotrains_on_tinker_with_the_labelers_consistent_answer_as_the_labe
     validation = read_parquet(run / "cotrain" / "cotrained" / "validation.parquet")
     assert sorted(validation["category"]) == ["Algebra", "Algebra", "Prealgebra", "Prealgebra"]
     assert not {problem_key(p) for p in validation["problem"]} & {problem_key(p) for p, _, _ in SEEDS}
-    # both policies' sessions are finished when the arm ends (their heartbeats stop)
-    assert [body["reason"]["type"] for body in server.bodies("sessions/session-0/finish")] == ["success"] * 2
+    initial = read_parquet(run / "cotrain" / "initial" / "validation.parquet")
+    assert initial["problem"].to_list() == validation["problem"].to_list()  # the initial reasoner, the same tasks
+    # the initial reasoner's session, then both policies' sessions are finished (their heartbeats stop)
+    assert [body["reason"]["type"] for body in server.bodies("sessions/session-0/finish")] == ["success"] * 3
 
 
 def test_math_on_the_local_backend_is_one_error_line(tmp_path):

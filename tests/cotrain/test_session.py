@@ -79,6 +79,16 @@ def test_static_arm_trains_on_seed_tasks_and_never_on_a_validation_task(models, 
     assert [row["k"] for row in result.validation] == [2, 2]
 
 
+def test_an_arm_that_requires_solutions_rejects_every_card_without_one_in_its_pool(models, tmp_path):
+    # the static arm's cards are seed problems with their answers, and no solution
+    required = _arm(models, tmp_path, 1, seed_tasks=SEED_TASKS, top_up_tasks=SEED_TASKS,
+                    settings=replace(SETTINGS, update_synthesizer=False, require_solution=True))
+    result = run_arm(required, get_world("arith"))
+    assert [row["reject_reason"] for row in result.pool] == ["no_solution"] * 4
+    # still B tasks, from the seed set less the one that is a validation task
+    assert (result.metrics[0]["seed_set_tasks"], result.metrics[0]["reasoner_rollouts"]) == (4, 4 * 2)
+
+
 def test_a_checkpoint_made_under_other_settings_is_started_over(models, tmp_path):
     run_arm(_arm(models, tmp_path, 1, identity="before"), get_world("arith"))
     result = run_arm(_arm(models, tmp_path, 1, identity="after"), get_world("arith"))

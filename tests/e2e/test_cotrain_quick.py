@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sws.cotrain.arms import COTRAIN_ARMS
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION
 from sws.cotrain.rewards import synthesizer_reward
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,10 +42,10 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory, environment: dict[str, s
 
 def tables(run_dir: Path) -> dict[str, pl.DataFrame]:
     found = {}
-    for arm in COTRAIN_ARMS:
-        for name in (arm.pool, arm.metrics, arm.validation):
-            frame = pl.read_parquet(run_dir / f"{name}.parquet")
-            found[name] = frame.select(column for column in frame.columns if not column.startswith("seconds_"))
+    for name in (INITIAL_VALIDATION, *(name for arm in COTRAIN_ARMS for name in (arm.pool, arm.metrics,
+                                                                                 arm.validation))):
+        frame = pl.read_parquet(run_dir / f"{name}.parquet")
+        found[name] = frame.select(column for column in frame.columns if not column.startswith("seconds_"))
     return found
 
 
@@ -59,13 +59,17 @@ def test_every_arm_writes_its_tables_and_the_pool_bears_out_the_rewards(quick_ru
         assert pool.height == STEPS * BATCH and pool["task_id"].n_unique() == pool.height
         assert metrics["step"].to_list() == list(range(STEPS))
         assert set(pool.filter("valid")["k"]) <= {ROLLOUTS}
+        assert metrics["reasoner_rollouts"].to_list() == [BATCH * ROLLOUTS] * STEPS  # every arm alike
         for row in pool.iter_rows(named=True):
             assert row["reward"] == pytest.approx(synthesizer_reward(row["valid"], row["quality"],
                                                                      row["reliability"], row["sr"] or 0.0))
         assert validation.height > 0 and not set(validation["problem"]) & set(pool.filter("valid")["problem"])
         manifest = json.loads((quick_run / "manifests" / f"cotrain_{arm.name}.json").read_text())
         assert manifest["info"]["steps"] == STEPS
+    initial = pl.read_parquet(quick_run / f"{INITIAL_VALIDATION}.parquet")
+    assert initial["problem"].to_list() == validation["problem"].to_list()  # one split for every arm
     report = (quick_run / "report.html").read_text()
+    assert "Retain" in report and "The initial reasoner: held-out accuracy" in report
     headings = re.findall(r"<h2[^>]*>([^<]*)", report)
     assert headings[0] == "Co-training (SynCo)" and "cotrain_productive" in report  # the answer first
     assert "Synthesis funnel" not in headings  # no SwS arm trains in a co-training pipeline

@@ -8,7 +8,7 @@ from sws.config import PipelineConfig
 from sws.cotrain.arms import COTRAIN_ARMS
 from sws.errors import UserError
 from sws.pipeline import pipeline_steps
-from sws.stages.cotrain import DECLARED, step_settings, world_synthesizer
+from sws.stages.cotrain import DECLARED, initial_settings, step_settings, world_synthesizer
 from sws.world import get_world
 
 
@@ -30,7 +30,18 @@ def test_no_arm_runs_unless_listed_and_a_cotraining_pipeline_runs_only_its_stage
     assert not any(stage.is_on(PipelineConfig()) for stage in DECLARED)
     cfg = PipelineConfig(cotrain={"arms": ["cotrained", "static"], "only": True})
     assert [step.name for step in pipeline_steps(cfg)] == [
-        "bootstrap policy", "seed set", "prepare", "cotrain cotrained", "cotrain static", "report"]
+        "bootstrap policy", "seed set", "prepare", "cotrain initial reasoner", "cotrain cotrained", "cotrain static",
+        "report"]
+
+
+def test_the_initial_reasoners_answers_stay_current_when_only_the_training_changes():
+    base = initial_settings(PipelineConfig(cotrain={"arms": ["frozen"]}), {})
+    trained_otherwise = PipelineConfig(cotrain={"arms": ["cotrained"], "steps": 3, "batch_size": 4,
+                                                "synthesizer_learning_rate": 1e-5, "reasoner_learning_rate": 1e-5})
+    assert initial_settings(trained_otherwise, {}) == base
+    for changed in ({"validation_rollouts": 8}, {"validation_per_category": 3}, {"reasoner_temperature": 0.7}):
+        assert initial_settings(PipelineConfig(cotrain={"arms": ["frozen"], **changed}), {}) != base
+    assert initial_settings(PipelineConfig(seed=1), {}) != initial_settings(PipelineConfig(seed=2), {})
 
 
 def test_a_world_without_a_synthesizer_is_refused_in_one_line_on_the_local_backend():

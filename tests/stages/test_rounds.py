@@ -39,7 +39,8 @@ def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() 
     names = [stage.name for stage in rounds.later_round_stages()]
     assert names == ["identify", "synthesize", "filter", "untargeted", "select", "select_random", "mix_random_selected",
                      "mix", "mix_selected", "export", "train_continuations", "train_selection", "train_untargeted",
-                     "cotrain_cotrained", "cotrain_frozen", "cotrain_static", "cotrain_shuffled", "eval", "report"]
+                     "cotrain_initial", "cotrain_cotrained", "cotrain_frozen", "cotrain_static", "cotrain_shuffled",
+                     "eval", "report"]
 
 
 def test_rounds_n_in_a_pipeline_file_is_short_for_the_section() -> None:

@@ -46,3 +46,7 @@ COTRAIN_ARMS = (
 )
 
 COTRAIN_ARM_NAMES = tuple(arm.name for arm in COTRAIN_ARMS)
+
+# The initial reasoner's answers to the arms' held-out tasks: one table for every arm, which splits the tasks into
+# those it solved (Retain) and those it did not (Learn).
+INITIAL_VALIDATION = "cotrain/initial/validation"

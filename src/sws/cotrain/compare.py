@@ -1,6 +1,8 @@
 """`sws compare` over co-training runs (seeds): co-trained − frozen, co-trained − shuffled and shuffled − frozen
-productive rate over the second half of training, per seed, with mean, SEM and whether the mean clears two SEM; the held-out accuracy
-and distinct problems per batch of each arm across seeds. Reuses `sws.compare`'s spread and formats."""
+over the second half of training, per generated task (productive) and per valid task (productive, never solved,
+duplicates), per seed, with mean, SEM and whether the mean clears two SEM; each arm's held-out accuracy, Retain
+and Learn, distinct problems per batch and reasoner rollouts per step across seeds. Reuses `sws.compare`'s
+spread and formats."""
 
 from __future__ import annotations
 
@@ -10,18 +12,21 @@ from rich.table import Table
 
 from sws.compare import beyond_two_sem, points, points_apart, share, spread
 from sws.cotrain.arms import COTRAIN_ARM_NAMES
-from sws.cotrain.summary import arm_summary
+from sws.cotrain.summary import HEADERS, ArmNumbers, arm_summary
 from sws.errors import UserError
 from sws.experiment_check import check_seeds_of_one_experiment
 
 DIFFERENCES = (("cotrained", "frozen"), ("cotrained", "shuffled"), ("shuffled", "frozen"))
+# Each difference is taken per generated task and per valid task: a synthesizer that only writes more valid
+# tasks raises the first and leaves the second.
+MEASURES = ("productive_rate", "productive_of_valid", "never_solved_of_valid", "duplicates_of_valid")
 
 
 def is_cotraining_run(run_dir: Path) -> bool:
     return bool(arm_summary(run_dir))
 
 
-def summaries(runs: list[Path]) -> list[dict[str, dict[str, float]]]:
+def summaries(runs: list[Path]) -> list[dict[str, ArmNumbers]]:
     """Each run's arm summary, once the runs are seeds of one experiment (`sws.experiment_check`)."""
     check_seeds_of_one_experiment(runs)
     found = [arm_summary(run) for run in runs]
@@ -31,21 +36,27 @@ def summaries(runs: list[Path]) -> list[dict[str, dict[str, float]]]:
     return found
 
 
-def difference_table(runs: list[Path], found: list[dict[str, dict[str, float]]]) -> Table:
-    table = Table("productive rate, 2nd half (points)", *(run.name for run in runs), "mean", "SEM", "> 2 SEM",
-                  title="co-training: productive tasks per generated task")
+def difference_table(runs: list[Path], found: list[dict[str, ArmNumbers]]) -> Table:
+    table = Table("2nd half (points)", *(run.name for run in runs), "mean", "SEM", "> 2 SEM",
+                  title="co-training: per generated and per valid task")
     for arm, against in DIFFERENCES:
-        values = [summary[arm]["productive_rate"] - summary[against]["productive_rate"]
-                  if arm in summary and against in summary else None for summary in found]
-        measured = spread(values)
-        table.add_row(f"{arm} − {against}", *map(points, values), points(measured.mean),
-                      points_apart(measured.sem), beyond_two_sem(measured))
+        for measure in MEASURES:
+            values = [_difference(summary, arm, against, measure) for summary in found]
+            measured = spread(values)
+            table.add_row(f"{arm} − {against}: {HEADERS[measure]}", *map(points, values),
+                          points(measured.mean), points_apart(measured.sem), beyond_two_sem(measured),
+                          end_section=measure == MEASURES[-1])
     return table
 
 
-def arms_table(found: list[dict[str, dict[str, float]]]) -> Table:
-    table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "distinct / frozen's",
-                  title="co-training arms across seeds")
+def _difference(summary: dict[str, ArmNumbers], arm: str, against: str, measure: str) -> float | None:
+    left, right = (summary[name][measure] if name in summary else None for name in (arm, against))
+    return None if left is None or right is None else left - right
+
+
+def arms_table(found: list[dict[str, ArmNumbers]]) -> Table:
+    table = Table("arm", "seeds", "productive", "held-out accuracy", "SEM", "Retain", "Learn", "distinct / frozen's",
+                  "R rollouts / step", title="co-training arms across seeds")
     for arm in COTRAIN_ARM_NAMES:
         present = [summary for summary in found if arm in summary]
         if not present:
@@ -54,6 +65,10 @@ def arms_table(found: list[dict[str, dict[str, float]]]) -> Table:
         productive = spread([summary[arm]["productive_rate"] for summary in present])
         distinct = spread([summary[arm]["distinct_problems"] / summary["frozen"]["distinct_problems"]
                            for summary in present if "frozen" in summary])
+        rollouts = spread([summary[arm]["reasoner_rollouts"] for summary in present])
+        retain, learn = (spread([summary[arm][name] for summary in present]) for name in ("retain", "learn"))
         table.add_row(arm, str(len(present)), share(productive.mean), share(accuracy.mean),
-                      share(accuracy.sem), "–" if distinct.mean is None else f"{distinct.mean:.2f}")
+                      share(accuracy.sem), share(retain.mean), share(learn.mean),
+                      "–" if distinct.mean is None else f"{distinct.mean:.2f}",
+                      f"{rollouts.mean:.1f}")
     return table

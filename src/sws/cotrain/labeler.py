@@ -19,8 +19,14 @@ from sws.grading import equivalent, shared_pool
 from sws.llm_calls import request_seed, role_request
 from sws.prompts import PromptTemplate
 from sws.verifier import Verifier
+from sws.world import World
 
 SEED_PART = "cotrain-label"
+
+
+def labeled_by_samples(world: World) -> bool:
+    """Whether the world computes no labels itself, so the labeler's consistent samples give them."""
+    return world.truth("") is None
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ from sws.atomic_files import fsync, write_text
 from sws.cotrain.backend import CotrainBackendConfig, make_learner
 from sws.cotrain.context import Ledger
 from sws.cotrain.labeler import ConsistencyLabeler
-from sws.cotrain.learner import Learner
+from sws.cotrain.learner import Learner, SamplingSettings
 from sws.cotrain.loop import StepSettings, is_correct, reasoner_prompt, run_step
 from sws.cotrain.seed_cards import SeedCards
+from sws.cotrain.top_up import TopUp
 from sws.cotrain.verify import CardVerifier
 from sws.training.tracking import step_logger
 from sws.world import World
@@ -57,6 +58,8 @@ class ArmRun:
     validation_rollouts: int
     # The static arm: the seed set's (problem, answer) pairs stand in for the synthesizer's cards.
     seed_tasks: tuple[tuple[str, str], ...] | None = None
+    # The seed set's (problem, answer) pairs, which top up a step's reasoner tasks in every arm (`top_up.py`).
+    top_up_tasks: tuple[tuple[str, str], ...] = ()
     # Labels the cards when the world computes none (`World.truth` None); None: the world's truth labels them.
     labeler: ConsistencyLabeler | None = None
     # What decides the run; a checkpoint of another identity is discarded, never resumed.
@@ -104,7 +107,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     resumed_from_step = state.step
     # The seed set repeats by design, so the static arm dedups within a batch only.
     cards_verifier = CardVerifier(run.labeler or world.truth, [task.problem for task in run.validation], run.categories,
-                                  recent_window=0 if run.seed_tasks is not None else 2000)
+                                  world.verifier, recent_window=0 if run.seed_tasks is not None else 2000,
+                                  require_solution=run.settings.require_solution)
     cards_verifier.restore(state.recent)
     logger = (step_logger(run.report_to, run.arm_folder, run.arm_folder.name)
               if run.arm_folder is not None and state.step < run.steps else None)
@@ -112,7 +116,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     try:
         while state.step < run.steps:
             result = run_step(state.step, len(state.pool), synthesizer, reasoner, cards_verifier, world,
-                              state.ledger, run.categories, run.settings, state.rng)
+                              state.ledger, run.categories, run.settings, state.rng,
+                              TopUp.of(state.pool, run.top_up_tasks, cards_verifier.is_contaminated))
             state.pool += result.pool_rows
             state.metrics.append(result.metrics)
             state.step += 1
@@ -120,7 +125,8 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
             _save(run.checkpoints, run.identity, state, synthesizer, reasoner)
             if logger is not None:
                 logger.log(result.metrics, state.step)
-        validation = _validate(reasoner, run, world)
+        validation = answer_validation(reasoner, run.validation, run.validation_rollouts,
+                                       run.settings.reasoner_sampling, world)
         succeeded = True
     finally:
         if logger is not None:
@@ -130,14 +136,15 @@ def run_arm(run: ArmRun, world: World) -> ArmResult:
     return ArmResult(state.pool, state.metrics, validation, resumed_from_step)
 
 
-def _validate(reasoner: Learner, run: ArmRun, world: World) -> list[dict]:
-    """Held-out accuracy: `validation_rollouts` answers of the trained reasoner per validation task."""
-    if not run.validation:
+def answer_validation(reasoner: Learner, tasks: Sequence[ValidationTask], rollouts: int,
+                      sampling: SamplingSettings, world: World) -> list[dict]:
+    """Held-out accuracy: `rollouts` answers of the reasoner (trained, or the initial one) per validation task."""
+    if not tasks:
         return []
-    prompts = [reasoner_prompt(world, task.problem) for task in run.validation]
-    answers = reasoner.sample(prompts, run.validation_rollouts, run.settings.reasoner_sampling)
+    prompts = [reasoner_prompt(world, task.problem) for task in tasks]
+    answers = reasoner.sample(prompts, rollouts, sampling)
     rows = []
-    for index, (task, group) in enumerate(zip(run.validation, answers, strict=True)):
+    for index, (task, group) in enumerate(zip(tasks, answers, strict=True)):
         n_correct = sum(is_correct(world.verifier, task.answer, completion.text) for completion in group)
         rows.append({"task_id": index, "problem": task.problem, "answer": task.answer, "category": task.category,
                      "k": len(group), "n_correct": n_correct, "accuracy": n_correct / len(group)})

@@ -9,6 +9,8 @@ world's warm-started synthesizer, runs `cotrain.steps` steps (`sws.cotrain.sessi
 `cotrain/<arm>/checkpoints`, so a killed run resumes losing at most a step), and writes every candidate task
 (`cotrain/<arm>/pool`), the metrics per step (`cotrain/<arm>/metrics`) and the reasoner's answers to held-out
 tasks of the seed categories (`cotrain/<arm>/validation`), which the verifier keeps out of the training pool.
+Before the arms, `sws cotrain_initial` has the initial reasoner answer the same tasks
+(`cotrain/initial/validation`), which splits them for every arm into those it solved (Retain) and not (Learn).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from typing import Any
 import polars as pl
 
 from sws.config import CotrainConfig, PipelineConfig
-from sws.cotrain.arms import COTRAIN_ARMS, CotrainArm
-from sws.cotrain.labeler import ConsistencyLabeler
+from sws.cotrain.arms import COTRAIN_ARMS, INITIAL_VALIDATION, CotrainArm
+from sws.cotrain.labeler import ConsistencyLabeler, labeled_by_samples
+from sws.cotrain.summary import second_half
 from sws.errors import UserError
 from sws.llm_calls import engine_for
 from sws.run_dir import RunDir
@@ -36,6 +39,8 @@ from sws.training.tracking import require_tracker
 from sws.world import BuiltPolicy, World, get_world
 
 EXCLUDED_SETTINGS = {"arms": True, "only": True}
+INITIAL_SETTINGS = {"backend", "reasoner", "reasoner_temperature", "reasoner_max_tokens", "reasoner_system_prompt",
+                    "validation_per_category", "validation_rollouts"}
 
 
 def is_on(arm: CotrainArm, cfg: PipelineConfig) -> bool:
@@ -53,11 +58,6 @@ def world_synthesizer(world: World, cfg: PipelineConfig, config_file: Path | str
                         "synthesizer to co-train in this process; set cotrain.backend: tinker (with "
                         "cotrain.synthesizer and cotrain.reasoner), or world: arith")
     return synthesizer
-
-
-def labeled_by_samples(world: World) -> bool:
-    """Whether the world computes no labels itself, so the labeler's consistent samples give them."""
-    return world.truth("") is None
 
 
 def card_roles(cfg: PipelineConfig) -> tuple[str, ...]:
@@ -108,56 +108,116 @@ def checkpoints(arm: CotrainArm, cfg: PipelineConfig, run: RunDir, options: dict
     return [run.cotrain_checkpoints(arm.name)]
 
 
-def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
+def reasoner_sampling(section: CotrainConfig) -> Any:
     # The loop imports torch, which the CLI loads only when a stage trains.
+    from sws.cotrain.learner import SamplingSettings
+
+    return SamplingSettings(section.reasoner_temperature, section.reasoner_max_tokens, section.reasoner_system_prompt)
+
+
+def step_settings(arm: CotrainArm, section: CotrainConfig) -> Any:
     from sws.cotrain.learner import SamplingSettings
     from sws.cotrain.loop import StepSettings
 
     return StepSettings(
-        batch_size=section.batch_size, rollouts=section.rollouts, update_synthesizer=arm.update_synthesizer,
+        batch_size=section.batch_size, rollouts=section.rollouts, reasoner_tasks=section.reasoner_tasks,
+        require_solution=section.require_solution, update_synthesizer=arm.update_synthesizer,
         shuffle_synthesizer_rewards=arm.shuffle_synthesizer_rewards, teachability=section.teachability,
         data_parallel_size=section.data_parallel_size,
         synthesizer_sampling=SamplingSettings(section.synthesizer_temperature, section.synthesizer_max_tokens,
                                               section.synthesizer_system_prompt),
-        reasoner_sampling=SamplingSettings(section.reasoner_temperature, section.reasoner_max_tokens,
-                                           section.reasoner_system_prompt))
+        reasoner_sampling=reasoner_sampling(section))
+
+
+def seed_problems(context: StageContext) -> pl.DataFrame:
+    problems = context.table("problems")
+    if problems.height == 0:
+        raise UserError(f"{context.source('problems')}: no seed problems; rebuild it with `sws prepare`")
+    return problems
+
+
+def reasoner_start(cfg: PipelineConfig, world: World) -> Path | None:
+    """The reasoner's initial weights in this process; None on a Tinker server (its base model)."""
+    if cfg.cotrain.backend == "tinker":
+        return None
+    return Path(cfg.train.init_model).expanduser() if cfg.train.init_model else world.built_policy(cfg).build()
+
+
+def held_out_tasks(cfg: PipelineConfig, world: World, problems: pl.DataFrame) -> Any:
+    from sws.cotrain.session import validation_tasks
+
+    return validation_tasks(world.fresh_problems(cfg, problems, cfg.cotrain.validation_per_category).to_dicts())
 
 
 def cotrain_arm(arm: CotrainArm, context: StageContext) -> StageOutput:
-    from sws.cotrain.session import ArmRun, run_arm, validation_tasks
+    from sws.cotrain.session import ArmRun, run_arm
 
     cfg, run, section, world = context.cfg, context.run, context.cfg.cotrain, context.world
     synthesizer = world_synthesizer(world, cfg, run.config)
     require_tracker(cfg.train.report_to, run.config)
-    problems = context.table("problems")
-    if problems.height == 0:
-        raise UserError(f"{context.source('problems')}: no seed problems; rebuild it with `sws prepare`")
+    problems = seed_problems(context)
     folder = run.cotrain_checkpoints(arm.name)
     if context.force and folder.exists():
         shutil.rmtree(folder)
-    validation = world.fresh_problems(cfg, problems, section.validation_per_category)
-    reasoner = (None if section.backend == "tinker" else Path(cfg.train.init_model).expanduser()
-                if cfg.train.init_model else world.built_policy(cfg).build())
+    seed_set = tuple(zip(problems["problem"], problems["answer"], strict=True))
     with card_labeler(world, cfg, run) as labeler:
         result = run_arm(ArmRun(
             checkpoints=folder, synthesizer=synthesizer.build() if synthesizer is not None else None,
-            reasoner=reasoner, labeler=labeler, steps=section.steps, seed=cfg.seed,
+            reasoner=reasoner_start(cfg, world), labeler=labeler, steps=section.steps, seed=cfg.seed,
             settings=step_settings(arm, section), categories=tuple(sorted(set(problems["category"]))),
             synthesizer_learning_rate=section.synthesizer_learning_rate,
             reasoner_learning_rate=section.reasoner_learning_rate,
-            validation=validation_tasks(validation.to_dicts()), validation_rollouts=section.validation_rollouts,
-            seed_tasks=tuple(zip(problems["problem"], problems["answer"], strict=True)) if arm.seed_set else None,
+            validation=held_out_tasks(cfg, world, problems), validation_rollouts=section.validation_rollouts,
+            seed_tasks=seed_set if arm.seed_set else None, top_up_tasks=seed_set,
             identity=context.identity, backend=section, report_to=cfg.train.report_to,
             arm_folder=folder.parent), world)
     pool = pl.DataFrame(result.pool, schema=COTRAIN_POOL, orient="row")
     metrics = pl.DataFrame(result.metrics, schema=COTRAIN_METRICS, orient="row")
     answers = pl.DataFrame(result.validation, schema=COTRAIN_VALIDATION, orient="row")
-    half = metrics.filter(pl.col("step") >= section.steps // 2)
+    half = second_half(metrics)
     return StageOutput(
         tables={arm.pool: pool, arm.metrics: metrics, arm.validation: answers},
         info={"steps": section.steps, "resumed_from_step": result.resumed_from_step,
               "productive_rate_second_half": round(float(half["productive_rate"].mean() or 0.0), 4),
               "heldout_accuracy": round(float(answers["accuracy"].mean() or 0.0), 4)})
+
+
+def initial_reasoner(context: StageContext) -> StageOutput:
+    """The initial reasoner's answers to the arms' held-out tasks, drawn as an arm's trained reasoner draws them."""
+    from sws.cotrain.backend import make_learner
+    from sws.cotrain.session import answer_validation
+
+    cfg, section, world = context.cfg, context.cfg.cotrain, context.world
+    world_synthesizer(world, cfg, context.run.config)  # the arms' one line, before any of them, where none can run
+    tasks = held_out_tasks(cfg, world, seed_problems(context))
+    reasoner = make_learner(section, "reasoner", reasoner_start(cfg, world), section.reasoner_learning_rate, cfg.seed)
+    succeeded = False
+    try:
+        rows = answer_validation(reasoner, tasks, section.validation_rollouts, reasoner_sampling(section), world)
+        succeeded = True
+    finally:
+        reasoner.close(succeeded)
+    answers = pl.DataFrame(rows, schema=COTRAIN_VALIDATION, orient="row")
+    return StageOutput(tables={INITIAL_VALIDATION: answers},
+                       info={"heldout_accuracy": round(float(answers["accuracy"].mean() or 0.0), 4),
+                             "solved": int((answers["n_correct"] > 0).sum()), "tasks": answers.height})
+
+
+def initial_settings(cfg: PipelineConfig, options: dict) -> dict[str, Any]:
+    """What decides the initial reasoner's answers: not the steps, the synthesizer or the arms."""
+    return {"world": cfg.world, "seed": cfg.seed, "reasoner": reasoner_identity(cfg),
+            "cotrain": cfg.cotrain.model_dump(mode="json", include=INITIAL_SETTINGS)}
+
+
+def any_arm_on(cfg: PipelineConfig) -> bool:
+    return bool(cfg.cotrain.arms)
+
+
+INITIAL = Stage(
+    "cotrain_initial", "Answer the co-training held-out tasks with the initial reasoner (for Retain and Learn).",
+    initial_reasoner, reads=("problems",), writes=(INITIAL_VALIDATION,), settings=initial_settings,
+    input_files=reasoner_files, section="cotrain", float_results=True, title="cotrain initial reasoner",
+    runs_when=any_arm_on, example="sws cotrain-initial --run runs/cotrain --config cotrain")
 
 
 def declaration(arm: CotrainArm) -> Stage:
@@ -171,4 +231,4 @@ def declaration(arm: CotrainArm) -> Stage:
         example=f"sws cotrain-{arm.name} --run runs/cotrain --config cotrain")
 
 
-DECLARED = tuple(declaration(arm) for arm in COTRAIN_ARMS)
+DECLARED = (INITIAL, *(declaration(arm) for arm in COTRAIN_ARMS))

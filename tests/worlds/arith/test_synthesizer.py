@@ -12,7 +12,7 @@ def test_warm_start_pairs_are_valid_cards_for_a_weak_category_with_the_true_answ
     for _ in range(20):
         report, card = report_and_card(rng)
         weakest = report.split("\n")[0].removeprefix("weak: ").split()
-        verdict, = CardVerifier(get_world("arith").truth, [], []).verify_batch([card])
+        verdict, = CardVerifier(get_world("arith").truth, [], [], get_world("arith").verifier).verify_batch([card])
         assert verdict.valid and verdict.reliability == 1.0
         assert verdict.category in [entry.split("=")[0] for entry in weakest]
         assert len(report) + len(card) < MAX_POSITIONS
