@@ -305,6 +305,7 @@ class OracleFamilyConfig(Section):
     arm: bool = False
     # Problems added; None: mix.dose when set, else as many as the band filter kept (filtered.parquet).
     n: int | None = Field(None, ge=1)
+    # How many times n problems the larger arm, oracle_family_large, adds.
     large_factor: int = Field(3, ge=2)
 
 
