@@ -55,7 +55,7 @@ class CotrainBackendConfig(BaseModel):
         from sws.errors import UserError
         key = os.environ.get(self.api_key_env, "")
         if not key:
-            raise UserError(f"error: cotrain.backend is tinker but ${self.api_key_env} is empty; "
+            raise UserError(f"cotrain.backend is tinker but ${self.api_key_env} is empty; "
                             f"fix: export {self.api_key_env}=<your key> (it is read from the environment only)")
         return key
 

@@ -98,14 +98,14 @@ def _failure(error: BaseException, server: str, what: str, timeout_s: float, key
         fix = f"check the key in ${key_env} (a Tinker key starts with tml-)"
     else:
         fix = "check that the server is up and speaks the Tinker API (cotrain.<role>.base_url), then rerun"
-    return UserError(redact(f"error: the Tinker server {server} failed to {what}: {reason}; fix: {fix}"))
+    return UserError(redact(f"the Tinker server {server} failed to {what}: {reason}; fix: {fix}"))
 
 
 def _tinker() -> Any:
     try:
         import tinker
     except ImportError:
-        raise UserError("error: cotrain.backend is tinker but the `tinker` package is not installed; "
+        raise UserError("cotrain.backend is tinker but the `tinker` package is not installed; "
                         "fix: pip install 'sws[tinker]'") from None
     return tinker
 
@@ -117,7 +117,7 @@ class TinkerLearner:
                  chat_template: bool, server: str = "", timeout_s: float | None = None,
                  key_env: str = "TINKER_API_KEY", service: Any = None) -> None:
         if chat_template and tokenizer.chat_template is None:
-            raise UserError(f"error: the {name}'s tokenizer has no chat template (cotrain.{name}.chat_template is "
+            raise UserError(f"the {name}'s tokenizer has no chat template (cotrain.{name}.chat_template is "
                             f"true); fix: set cotrain.{name}.chat_template: false for a base model's plain-text "
                             "prompts")
         self.chat_template = chat_template
@@ -171,7 +171,7 @@ class TinkerLearner:
         if not batch:
             return 0.0
         if settings.temperature != 1.0:
-            raise UserError(f"error: the tinker backend scores tokens at temperature 1 but {self.name} samples "
+            raise UserError(f"the tinker backend scores tokens at temperature 1 but {self.name} samples "
                             f"at {settings.temperature}; fix: set its temperature to 1.0 or use backend local")
         rows = tokenize_batch(self.tokenizer, batch, settings, self.chat_template)
         forward = self._wait(self.training_client.forward(self.datums(rows, None), loss_fn="cross_entropy"),
