@@ -4,13 +4,17 @@ in and out), optim_step, save/load state, save_weights_for_sampler, asample — 
 first retrieve_future poll. Its "model" is trivial and deterministic: every sample is SAMPLE_TEXT's tokens,
 every target token has log-probability TARGET_LOGPROB, and `loss:sum` is what the datums received say
 (minus the sum of the advantages). It records every request (path, key header, decoded body) and can answer
-every request with one HTTP status or stall every request for a bounded time."""
+every request with one HTTP status or stall every request for a bounded time. Hostile modes: samples of other
+tokens (`sample_tokens`), another number of samples than asked (`sample_count`), log-probabilities shorter
+than the targets (`logprobs_short_by`) and a path's result replaced by any JSON (`replaced_results`); a test
+turns them on mid-run from `on_request`."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,10 @@ class FakeTinker(ThreadingHTTPServer):
         self.fail_status: int | None = None  # answer every request with this status
         self.echo_key = echo_key  # repeat the key in every error's detail (is it redacted?)
         self.stall = threading.Event()  # set: every request waits (bounded) and then answers 503
+        self.sample_count: int | None = None  # answer this many samples, whatever num_samples asks
+        self.logprobs_short_by = 0  # each datum's log-probabilities this many fewer than its target tokens
+        self.replaced_results: dict[str, Any] = {}  # path -> the JSON its future answers instead of its own
+        self.on_request: Callable[[str], None] | None = None  # called with each request's path first
         self.results: dict[str, tuple[str, bytes]] = {}  # future id -> (content type, body)
         self.lock = threading.Lock()
 
@@ -77,13 +85,16 @@ class FakeTinker(ThreadingHTTPServer):
         name = path.removeprefix("/api/v1/")
         if name == "retrieve_future":
             return self.results[body["request_id"]]
+        if name in self.replaced_results:
+            return self.future(self.replaced_results[name])
         if name == "forward_backward":
-            return self.future(forward_backward_output(body))
+            return self.future(forward_backward_output(body, self.logprobs_short_by))
         if name == "asample":
+            count = body["num_samples"] if self.sample_count is None else self.sample_count
             sequence = pb.SampledSequence(stop_reason=pb.STOP_REASON_STOP,
                                           tokens=np.asarray(self.sample_tokens, np.int32).tobytes())
-            reply = self.future(pb.SampleResponse(sequences=[sequence] * body["num_samples"]).SerializeToString())
-            return {**reply, "sample_sequence_ids": [f"seq-{i}" for i in range(body["num_samples"])]}
+            reply = self.future(pb.SampleResponse(sequences=[sequence] * count).SerializeToString())
+            return {**reply, "sample_sequence_ids": [f"seq-{i}" for i in range(count)]}
         futures = {
             "create_model": {"model_id": "model-0"},
             "optim_step": {"metrics": {}},
@@ -107,9 +118,10 @@ class FakeTinker(ThreadingHTTPServer):
         return immediate.get(name)
 
 
-def forward_backward_output(request: dict[str, Any]) -> bytes:
-    """TARGET_LOGPROB per target token, and `loss:sum` = -(sum of the advantages) (the ppo loss at ratio 1)."""
-    lengths = [len(datum["loss_fn_inputs"]["target_tokens"]) for datum in request["data"]]
+def forward_backward_output(request: dict[str, Any], short_by: int = 0) -> bytes:
+    """TARGET_LOGPROB per target token (`short_by` fewer per datum), and `loss:sum` = -(sum of the advantages)
+    (the ppo loss at ratio 1)."""
+    lengths = [max(len(datum["loss_fn_inputs"]["target_tokens"]) - short_by, 0) for datum in request["data"]]
     values = np.full(sum(lengths), TARGET_LOGPROB, np.float32)
     offsets = np.cumsum([0, *lengths]).astype(np.int64) * 4
     record = pb.ArrayRecord(num_datums=len(lengths), fields={"logprobs": pb.BatchedTensor(
@@ -140,6 +152,8 @@ class TinkerHandler(BaseHTTPRequestHandler):
         with server.lock:
             server.requests.append((path, body))
             server.api_keys.append(self.headers.get("X-API-Key", ""))
+        if server.on_request is not None:
+            server.on_request(path)
         if server.stall.is_set():
             deadline = time.monotonic() + STALL_LIMIT_S
             while server.stall.is_set() and time.monotonic() < deadline:

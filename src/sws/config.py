@@ -561,7 +561,8 @@ class RoundsConfig(Section):
 class CotrainConfig(Section, CotrainBackendConfig):
     """SynCo co-training (`sws.cotrain`, docs/cotraining.md): a synthesizer and the reasoner trained by GRPO in
     one loop, per arm of `sws.cotrain.arms`. Each step S writes `batch_size` cards, R draws `rollouts` per valid one.
-    Where the two policies train (`backend`, `synthesizer`, `reasoner`, `api_key_env`): `CotrainBackendConfig`."""
+    Where the two policies train and how long a call to their server is waited for (`backend`, `synthesizer`,
+    `reasoner`, `api_key_env`, `call_deadline_s`, `call_deadline_tokens_per_s`): `CotrainBackendConfig`."""
 
     # The arms `sws run` trains; none by default.
     arms: list[Literal[COTRAIN_ARM_NAMES]] = Field(default_factory=list)

@@ -36,7 +36,7 @@ def test_the_tinker_backend_gives_each_role_its_own_server_and_model(monkeypatch
     synthesizer = TinkerPolicyConfig(base_url="http://127.0.0.1:9", base_model="Qwen/Qwen3-8B", lora_rank=64)
     backend = CotrainBackendConfig(backend="tinker", synthesizer=synthesizer, reasoner=POLICY)
     for role in ("synthesizer", "reasoner"):
-        with pytest.raises(ConnectionError):
+        with pytest.raises(UserError, match=rf"no server in this test.*cotrain\.{role}\.base_url"):
             make_learner(backend, role, Path("never-read"), 1e-5, seed=3)
     assert created == [("http://127.0.0.1:9", "tml-secret", "Qwen/Qwen3-8B", 64, 3),
                        ("http://127.0.0.1:8000", "tml-secret", "Qwen/Qwen2.5-1.5B-Instruct", 32, 3)]

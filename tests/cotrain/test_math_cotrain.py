@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("tinker")
 
 from _http_serving import running  # noqa: E402
-from _tinker_server import FakeTinker  # noqa: E402
+from _math_cotrain import SEEDS, fake_tinker, write_pipeline  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 import sws.engines  # noqa: E402
@@ -21,11 +21,6 @@ from sws.cli import app  # noqa: E402
 from sws.engines import CachedEngine, Completion, Engine, Request, cache_identity  # noqa: E402
 from sws.near_duplicates import problem_key  # noqa: E402
 from sws.tables import read_parquet  # noqa: E402
-from sws.worlds.arith.tokenizer import build_tokenizer  # noqa: E402
-
-# Every sample the fake server returns, cards and solutions alike: a card whose own answer is 7, ending in \boxed{7}.
-CARD = "problem: What is 3 + 4 if you add them up?\nanswer: 7\ncategory: Algebra\nSo it is $\\boxed{7}$."
-SEEDS = [("Solve $2x + 1 = 5$ for $x$.", "2", "Algebra"), ("What is $5 - 2$ times $3$?", "9", "Prealgebra")]
 
 
 class Labeler(Engine):
@@ -56,11 +51,7 @@ def labeler_key(monkeypatch):
 def server(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TINKER_TELEMETRY", "0")
     monkeypatch.setenv("TINKER_API_KEY", "tml-math-cotrain-test-key")
-    tokenizer = build_tokenizer()
-    folder = tmp_path_factory.mktemp("tinker-tokenizer")
-    tokenizer.save_pretrained(folder)
-    tokens = tokenizer(CARD, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    with running(FakeTinker(folder, tokens)) as fake:
+    with running(fake_tinker(tmp_path_factory.mktemp("tinker-tokenizer"))) as fake:
         yield fake
 
 
@@ -72,27 +63,10 @@ def labeler(monkeypatch) -> Labeler:
     return engine
 
 
-def pipeline(tmp_path: Path, base_url: str, backend: str = "tinker") -> Path:
-    seeds = tmp_path / "seeds.jsonl"
-    seeds.write_text("".join(json.dumps({"problem": p, "answer": a, "category": c}) + "\n" for p, a, c in SEEDS))
-    policy = {"base_url": base_url, "base_model": "Qwen/Qwen3-0.6B", "lora_rank": 8, "chat_template": False}
-    config = {
-        "world": "math", "prepare": {"input": str(seeds)},
-        "roles": {"labeler": {"engine": "openai", "model": "labeler",
-                              "options": {"base_url": "http://127.0.0.1:9/v1"}}},
-        "synthesize": {"label_samples": 4, "min_consistency": 0.5},
-        "cotrain": {"arms": ["cotrained"], "only": True, "steps": 2, "batch_size": 2, "rollouts": 2,
-                    "backend": backend, "synthesizer": policy, "reasoner": policy,
-                    "validation_per_category": 2, "validation_rollouts": 2},
-    }
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(json.dumps(config))
-    return path
-
-
 def test_math_cotrains_on_tinker_with_the_labelers_consistent_answer_as_the_label(server, labeler, tmp_path):
     run = tmp_path / "run"
-    result = CliRunner().invoke(app, ["run", str(pipeline(tmp_path, server.base_url)), "--run", str(run)])
+    config = write_pipeline(tmp_path, server.base_url)
+    result = CliRunner().invoke(app, ["run", str(config), "--run", str(run)])
     assert result.exit_code == 0, result.output
     pool = read_parquet(run / "cotrain" / "cotrained" / "pool.parquet").sort("task_id")
     # step 0: the card and its copy; step 1: the same card, now a recent task
@@ -112,7 +86,7 @@ def test_math_cotrains_on_tinker_with_the_labelers_consistent_answer_as_the_labe
 
 
 def test_math_on_the_local_backend_is_one_error_line(tmp_path):
-    config = pipeline(tmp_path, "http://127.0.0.1:9", backend="local")
+    config = write_pipeline(tmp_path, "http://127.0.0.1:9", backend="local")
     result = CliRunner().invoke(app, ["run", str(config), "--run", str(tmp_path / "run")])
     assert result.exit_code == 2
     [line] = [line for line in result.output.splitlines() if line.startswith("error:")]
@@ -120,7 +94,7 @@ def test_math_on_the_local_backend_is_one_error_line(tmp_path):
 
 
 def test_a_labeler_that_cannot_start_stops_the_run_before_its_first_stage(tmp_path):
-    config = json.loads(pipeline(tmp_path, "http://127.0.0.1:9").read_text())
+    config = json.loads(write_pipeline(tmp_path, "http://127.0.0.1:9").read_text())
     config["roles"]["labeler"] = {"engine": "hf", "model": str(tmp_path / "no-such-model")}
     (tmp_path / "pipeline.yaml").write_text(json.dumps(config))
     run = tmp_path / "run"
@@ -151,7 +125,7 @@ def test_without_a_labeler_an_arms_command_is_one_error_line_naming_the_role(tmp
 
 
 def _without_labeler(tmp_path: Path) -> Path:
-    config = json.loads(pipeline(tmp_path, "http://127.0.0.1:9").read_text())
+    config = json.loads(write_pipeline(tmp_path, "http://127.0.0.1:9").read_text())
     del config["roles"]
     path = tmp_path / "no-labeler.yaml"
     path.write_text(json.dumps(config))

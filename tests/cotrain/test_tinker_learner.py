@@ -12,6 +12,7 @@ tinker = pytest.importorskip("tinker")
 from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion, TorchLearner  # noqa: E402
 from sws.cotrain.tinker_learner import (  # noqa: E402
     STATE_FILE,
+    CallDeadline,
     TinkerLearner,
     token_advantages,
     tokenize_batch,
@@ -132,7 +133,8 @@ class _TrainingClient:
 def remote() -> TinkerLearner:
     tokenizer = build_tokenizer()
     return TinkerLearner(_TrainingClient(tokenizer), tokenizer, learning_rate=3e-6, name="synthesizer",
-                         chat_template=False)  # the arith tokenizer has none
+                         chat_template=False,  # the arith tokenizer has none
+                         deadline=CallDeadline(30.0, 1000.0))
 
 
 def test_a_training_step_sends_the_forward_then_the_ppo_datums(remote: TinkerLearner) -> None:

@@ -15,10 +15,14 @@ pytest.importorskip("tinker")
 from _http_serving import running  # noqa: E402
 from _tinker_server import SAMPLE_TEXT, TARGET_LOGPROB, FakeTinker  # noqa: E402
 
-from sws.cotrain import tinker_learner  # noqa: E402
 from sws.cotrain.backend import CotrainBackendConfig, make_learner  # noqa: E402
 from sws.cotrain.learner import Completion, SamplingSettings, ScoredCompletion  # noqa: E402
-from sws.cotrain.tinker_learner import STATE_FILE, token_advantages, tokenize_batch  # noqa: E402
+from sws.cotrain.tinker_learner import (  # noqa: E402
+    STATE_FILE,
+    CallDeadline,
+    token_advantages,
+    tokenize_batch,
+)
 from sws.errors import UserError  # noqa: E402
 from sws.worlds.arith.tokenizer import build_tokenizer  # noqa: E402
 
@@ -59,14 +63,16 @@ def fake(tokenizer, tokenizer_folder, monkeypatch):
         server.stall.clear()
 
 
-def _backend(server: FakeTinker, chat_template: bool = True) -> CotrainBackendConfig:
+def _backend(server: FakeTinker, chat_template: bool = True, deadline_s: float = 30.0
+             ) -> CotrainBackendConfig:
     policy = {"base_url": server.base_url, "base_model": BASE_MODEL, "lora_rank": 8, "chat_template": chat_template}
-    return CotrainBackendConfig(backend="tinker", synthesizer=policy, reasoner=policy)
+    return CotrainBackendConfig(backend="tinker", synthesizer=policy, reasoner=policy,
+                                call_deadline_s=deadline_s)
 
 
-def _connect(server: FakeTinker, tmp_path: Path, chat_template: bool = True):
-    return make_learner(_backend(server, chat_template), "synthesizer", tmp_path / "unused", learning_rate=3e-6,
-                        seed=7)
+def _connect(server: FakeTinker, tmp_path: Path, chat_template: bool = True, deadline_s: float = 30.0):
+    return make_learner(_backend(server, chat_template, deadline_s), "synthesizer", tmp_path / "unused",
+                        learning_rate=3e-6, seed=7)
 
 
 @pytest.fixture
@@ -75,8 +81,8 @@ def connect(fake, tmp_path):
     heartbeat would outlive the server and warn for the rest of the test run."""
     learners = []
 
-    def connect(chat_template: bool = True):
-        learners.append(_connect(fake, tmp_path, chat_template))
+    def connect(chat_template: bool = True, deadline_s: float = 30.0):
+        learners.append(_connect(fake, tmp_path, chat_template, deadline_s))
         return learners[-1]
 
     yield connect
@@ -206,18 +212,17 @@ def _one_line_naming_the_server(error: UserError, server: FakeTinker) -> str:
     return message
 
 
-@pytest.mark.parametrize("failure, reason", [(401, "HTTP 401"), (500, "no result within"),
-                                             ("hang", "no result within")])
-def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, connect, tmp_path, monkeypatch, failure,
+@pytest.mark.parametrize("failure, reason", [(401, "HTTP 401"), (500, "no reply within"),
+                                             ("hang", "no reply within")])
+def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, connect, tmp_path, failure,
                                                                        reason) -> None:
-    monkeypatch.setattr(tinker_learner, "CONNECT_TIMEOUT_S", BOUND_S)
     if failure == "hang":
         fake.stall.set()
     else:
         fake.fail_status = failure
     started = time.monotonic()
     with pytest.raises(UserError) as caught:
-        connect()
+        connect(deadline_s=BOUND_S)
     assert time.monotonic() - started < BOUND_S + 2
     message = _one_line_naming_the_server(caught.value, fake)
     assert reason in message and ("TINKER_API_KEY" in message) == (failure == 401)
@@ -226,7 +231,7 @@ def test_connect_to_a_failing_server_ends_in_one_line_in_bounded_time(fake, conn
 @pytest.mark.parametrize("failure", [401, 500, "hang"])
 def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time(fake, connect, tmp_path, failure) -> None:
     learner = connect()
-    learner.timeout_s = BOUND_S
+    learner.deadline = CallDeadline(BOUND_S, tokens_per_s=1e9)  # the batch's tokens add nothing
     if failure == "hang":
         fake.stall.set()
     else:
@@ -236,6 +241,17 @@ def test_a_server_failing_mid_training_ends_the_step_in_one_line_in_bounded_time
         learner.forward_backward(BATCH, SETTINGS)
     assert time.monotonic() - started < BOUND_S + 2
     _one_line_naming_the_server(caught.value, fake)
+
+
+def test_a_call_is_waited_on_longer_by_the_tokens_it_sends(fake, connect, tokenizer) -> None:
+    learner = connect()
+    sent = sum(len(row.input_tokens) for row in tokenize_batch(tokenizer, BATCH, SETTINGS, chat=True))
+    learner.deadline = CallDeadline(1.0, tokens_per_s=sent / 1.5)  # the batch adds 1.5 s
+    fake.stall.set()
+    started = time.monotonic()
+    with pytest.raises(UserError, match=r"score the batch for synthesizer: no reply within 2\.5 s"):
+        learner.forward_backward(BATCH, SETTINGS)
+    assert 2.5 <= time.monotonic() - started < 4.5
 
 
 def test_a_key_the_client_refuses_is_named_in_one_line(fake, connect, tmp_path, monkeypatch) -> None:

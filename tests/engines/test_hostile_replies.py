@@ -3,15 +3,13 @@ with one line, nothing cached, and Ctrl-C acting within seconds."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from _interrupt import interrupt_when
 from _openai_server import MODEL, FakeServer, engine_for
 from typer.testing import CliRunner
 
@@ -94,23 +92,12 @@ def test_a_flooded_reply_is_one_line_and_not_cached(server: FakeServer, tmp_path
 def test_ctrl_c_ends_a_command_waiting_on_a_dripping_server_within_5_seconds(server: FakeServer,
                                                                               tmp_path: Path) -> None:
     server.drip_s = 0.5
-    process = subprocess.Popen([str(SWS), *sample_args(tmp_path / "run", pipeline_for(tmp_path, server))],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
-    try:
-        waited = time.monotonic()
-        while not server.posts and time.monotonic() - waited < 120:
-            time.sleep(0.1)
-        assert server.posts, "sws never sent its request"
-        time.sleep(1.0)  # the reply is dripping
-        interrupted = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-        assert time.monotonic() - interrupted < 5
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr
+    command = [str(SWS), *sample_args(tmp_path / "run", pipeline_for(tmp_path, server))]
+    # the reply drips from the moment the server has the request
+    ended, seconds = interrupt_when(command, lambda: bool(server.posts), "its request")
+    assert seconds < 5
+    assert ended.returncode == 130, ended.stderr
+    assert "Traceback" not in ended.stderr
 
 
 @pytest.mark.parametrize("deadline", ["soon", 0, -1, True])

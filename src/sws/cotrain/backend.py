@@ -26,6 +26,9 @@ class TinkerPolicyConfig(BaseModel):
     base_url: str | None = None
     base_model: str = Field(min_length=1, description="The base model the adapter trains on (a Hugging Face name).")
     lora_rank: int = Field(32, ge=1, description="The LoRA adapter's rank.")
+    tokenizer: str | None = Field(None, description=(
+        "The base model's tokenizer: a local folder or a Hugging Face name; empty: the one the server names "
+        "(loaded from the Hugging Face hub)."))
     chat_template: bool = Field(True, description=(
         "Give the policy its prompts in the tokenizer's chat template (the system prompt, then the prompt as the "
         "user's message), as an instruct model expects; false: plain text (system prompt + prompt), for a base "
@@ -42,6 +45,13 @@ class CotrainBackendConfig(BaseModel):
     reasoner: TinkerPolicyConfig | None = Field(None, description="The reasoner's server (backend tinker).")
     api_key_env: str = Field("TINKER_API_KEY", min_length=1, description=(
         "The environment variable holding the Tinker API key (its value never enters the config)."))
+    call_deadline_s: float = Field(30.0, gt=0, description=(
+        "How long one call to a Tinker server with a small request is waited for, in seconds; past it the "
+        "run ends in one line, keeping the steps done (the client itself retries errors and silence without "
+        "end)."))
+    call_deadline_tokens_per_s: float = Field(1000.0, gt=0, description=(
+        "The slowest rate, in tokens per second, a large call is waited for: a call's deadline is "
+        "call_deadline_s plus the tokens it sends and asks to sample over this rate."))
 
     @model_validator(mode="after")
     def _tinker_names_both_policies(self) -> CotrainBackendConfig:
@@ -55,7 +65,7 @@ class CotrainBackendConfig(BaseModel):
         from sws.errors import UserError
         key = os.environ.get(self.api_key_env, "")
         if not key:
-            raise UserError(f"error: cotrain.backend is tinker but ${self.api_key_env} is empty; "
+            raise UserError(f"cotrain.backend is tinker but ${self.api_key_env} is empty; "
                             f"fix: export {self.api_key_env}=<your key> (it is read from the environment only)")
         return key
 

@@ -4,16 +4,17 @@ step's pool rows and metrics row."""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sws.cotrain.context import UNLISTED, Ledger, build_context
+from sws.cotrain.daemon_call import DaemonCall
 from sws.cotrain.grpo import group_advantages, trim_whole_groups
 from sws.cotrain.learner import Learner, SamplingSettings, ScoredCompletion
 from sws.cotrain.rewards import TEACHABILITY, TeachabilityCurve, synthesizer_reward
@@ -110,21 +111,21 @@ def run_step(step: int, first_task_id: int, synthesizer: Learner, reasoner: Lear
     reasoner_rows = [reasoner_rows[i] for i in kept]
     # The two updates are independent, so S's runs beside R's (another core here, another request in flight on
     # a server): the co-trained step then costs little more than the frozen one.
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        synthesizer_update = None
-        if settings.update_synthesizer:
-            advantages = group_advantages(trained_rewards, [step] * len(cards))
-            synthesizer_update = beside.submit(_update, synthesizer, [
-                ScoredCompletion(card, advantage) for card, advantage in zip(cards, advantages, strict=True)],
-                settings.synthesizer_sampling)
-            tokens["update"] += tokens["generate"]
-        if reasoner_rows:
-            advantages = group_advantages([r for _, _, r in reasoner_rows], [task for task, _, _ in reasoner_rows])
-            _update(reasoner, [ScoredCompletion(completion, advantage) for (_, completion, _), advantage
-                               in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
-            tokens["update"] += sum(completion.tokens for _, completion, _ in reasoner_rows)
-        if synthesizer_update is not None:
-            synthesizer_update.result()
+    synthesizer_update = None
+    if settings.update_synthesizer:
+        advantages = group_advantages(trained_rewards, [step] * len(cards))
+        batch = [ScoredCompletion(card, advantage) for card, advantage in zip(cards, advantages, strict=True)]
+        update = functools.partial(_update, synthesizer, batch, settings.synthesizer_sampling)
+        synthesizer_update = DaemonCall(update, "synthesizer-update")
+        tokens["update"] += tokens["generate"]
+    if reasoner_rows:
+        advantages = group_advantages([reward for _, _, reward in reasoner_rows],
+                                      [task for task, _, _ in reasoner_rows])
+        _update(reasoner, [ScoredCompletion(completion, advantage) for (_, completion, _), advantage
+                           in zip(reasoner_rows, advantages, strict=True)], settings.reasoner_sampling)
+        tokens["update"] += sum(completion.tokens for _, completion, _ in reasoner_rows)
+    if synthesizer_update is not None:
+        synthesizer_update.result()
     seconds["update"] = time.perf_counter() - clock
 
     _record_in_ledger(ledger, verdicts, valid, [flags_of[id(v)] for v in valid])  # the step's cards alone
