@@ -60,7 +60,7 @@ $(VERL_VENV)/.installed:
 install-verl: $(VERL_VENV)/.installed
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 test-vllm: install-vllm
 	$(BIN)/python -m pytest -q -k "vllm or openai"
