@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _interrupt import interrupt_when
+from _interrupt import PROMPT_END_S, interrupt_when
 from _openai_server import MODEL, FakeServer, engine_for
 from typer.testing import CliRunner
 
@@ -95,7 +95,7 @@ def test_ctrl_c_ends_a_command_waiting_on_a_dripping_server_within_5_seconds(ser
     command = [str(SWS), *sample_args(tmp_path / "run", pipeline_for(tmp_path, server))]
     # the reply drips from the moment the server has the request
     ended, seconds = interrupt_when(command, lambda: bool(server.posts), "its request")
-    assert seconds < 5
+    assert seconds < PROMPT_END_S, seconds
     assert ended.returncode == 130, ended.stderr
     assert "Traceback" not in ended.stderr
 
