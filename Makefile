@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export ATEN_CPU_CAPABILITY ?= avx2
 export MKL_CBWR ?= AVX2
 
-.PHONY: install install-vllm install-ray install-verl test test-vllm demo demo-seeds cotrain-seeds bench lint docs initial-train augmented-train clean
+.PHONY: install install-vllm install-ray install-verl test test-slow test-vllm demo demo-seeds cotrain-seeds bench lint docs initial-train augmented-train clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -60,7 +60,11 @@ $(VERL_VENV)/.installed:
 install-verl: $(VERL_VENV)/.installed
 
 test: install
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q --durations=20 -m "not heavy"
+
+# The fault-injection tests (SIGKILL at drawn instants over whole runs, minutes each) that make test leaves out.
+test-slow: install
+	$(BIN)/python -m pytest -q --durations=20 -m heavy
 
 test-vllm: install-vllm
 	$(BIN)/python -m pytest -q -k "vllm or openai"

@@ -17,7 +17,7 @@ from forked_commands import finish, kill_after, tables
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.heavy]
 
 KILLS = 4
 PIPELINE = {
