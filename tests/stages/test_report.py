@@ -432,3 +432,22 @@ def test_the_efficiency_line_says_what_share_of_the_family_oracles_gain_synthesi
     assert "undefined (no gain to recover)" in report.efficiency_line(no_gain)
     assert report.efficiency_line(TablesOnly({"eval/benchmarks": weak_like_benchmarks(
         {"baseline": 0.10, "augmented": 0.12})})) == ""
+
+
+def test_the_share_of_each_arms_added_problems_in_the_weak_families() -> None:
+    from types import SimpleNamespace
+
+    from sws.world import get_world
+
+    seed = pl.DataFrame({"problem_id": ["p1", "p2"], "problem": ["Compute 27+15.", "Compute 7*8."],
+                         "answer": ["42", "56"], "category": ["addition", "multiplication"], "source": ["arith"] * 2})
+    weakness = pl.DataFrame({"problem_id": ["p1", "p2"], "weak": [True, False]})
+    added = pl.DataFrame({"problem_id": ["s1", "s2", "s3", "s4"],
+                          "problem": ["Compute 38+26.", "Compute 19+47.", "Compute 6*9.", "Compute 85-3."],
+                          "answer": ["64", "66", "54", "82"], "category": ["addition"] * 2 + ["multiplication",
+                                                                                             "subtraction"],
+                          "source": ["syn/x"] * 4})
+    page = TablesOnly({"problems": seed, "weakness": weakness, "augmented": pl.concat([seed, added])})
+    page.context = SimpleNamespace(world=get_world("arith"))
+    shares = report.weak_family_shares(page, {"augmented": "synthetic"})
+    assert shares.to_dicts() == [{"arm": "synthetic", "added": 4, "in a weak family": 0.5}]
