@@ -12,6 +12,7 @@ is unique.
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import polars as pl
 
@@ -112,8 +113,9 @@ def build(context: StageContext, step: str, table: str, kinds: list[str]) -> Sta
     mixed, rejected = mix(problems, additions, synthetic_source(context.cfg), context.cfg.mix.dose,
                           context.cfg.seed)
     n_added = mixed.height - problems.height
+    reasons = Counter(rejected["reject_reason"].to_list()) if rejected.height else {}
     ui.info(f"{step}: {problems.height} seed + {n_added} {' and '.join(kinds)} = {mixed.height} problems "
-            f"({rejected.height} rejected as duplicates)")
+            f"({', '.join(f'{count} {reason}' for reason, count in sorted(reasons.items())) or 'none rejected'})")
     return StageOutput(
         tables={table: mixed}, rejected={table: rejected},
         funnel=funnel_row(step, sum(frame.height for frame in additions.values()), n_added,
