@@ -38,7 +38,8 @@ def statuses(ledger: pl.DataFrame, number: int) -> dict[str, str]:
 def test_a_later_round_runs_every_stage_but_those_that_write_the_wired_tables() -> None:
     names = [stage.name for stage in rounds.later_round_stages()]
     assert names == ["identify", "synthesize", "filter", "untargeted", "select", "select_random", "mix_random_selected",
-                     "mix", "mix_selected", "export", "train_continuations", "train_selection", "train_untargeted",
+                     "mix", "mix_selected", "oracle_family", "export", "train_continuations", "train_selection",
+                     "train_upper_bound", "train_untargeted",
                      "cotrain_initial", "cotrain_cotrained", "cotrain_frozen", "cotrain_static", "cotrain_shuffled",
                      "eval", "report"]
 

@@ -174,7 +174,8 @@ def test_the_cli_rejects_an_unknown_training_kind(tmp_path):
 
     assert result.returncode == 2
     assert result.stderr.strip() == ("error: training kind 'final' is not known; use one of: initial, baseline, "
-                                     "augmented, untargeted, selected, random_selected")
+                                     "augmented, untargeted, selected, random_selected, oracle_family, "
+                                     "oracle_family_large")
 
 
 @register_reward("a_quarter")
