@@ -1,6 +1,7 @@
 """Settings shared by every test."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,8 @@ def verifier_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     grading.close_pool()  # grading workers started before would not see the variable
     yield lambda: read_calls(path)
     grading.close_pool()
+
+
+# A shell that starts pytest in the background (nohup, some CI runners) hands it SIGINT ignored; the Ctrl-C tests
+# need Python's own handler, as a terminal's Ctrl-C finds it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
