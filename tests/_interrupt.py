@@ -19,10 +19,8 @@ def interrupt_when(command: list[str], reached: Callable[[], bool], what: str,
                    settle_s: float = 1.0) -> tuple[subprocess.CompletedProcess, float]:
     """Start `command`, wait for `reached()` (`what` it is, for the failure), `settle_s` more, then send
     SIGINT; the finished command, its output captured, and the seconds from the signal to its end."""
-    # A command started in the background by a shell (nohup, CI runners) inherits SIGINT ignored; a terminal's
-    # Ctrl-C reaches a command whose SIGINT has its default action, so the command gets that back.
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=os.environ.copy(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               env=os.environ.copy())
     try:
         started = time.monotonic()
         while not reached() and time.monotonic() - started < START_LIMIT_S:

@@ -16,7 +16,7 @@ import functools
 import importlib
 import importlib.util
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -145,15 +145,15 @@ class World:
         checkpoint trains on). None: the world cannot make such problems."""
         return None
 
-    def oracle_family_set(self, cfg: Any, problems: Any, weakness: Any, n: int, exclude: set[str]) -> Any | None:
+    def oracle_family_set(self, cfg: Any, problems: Any, weakness: Any, n: int) -> Any | None:
         """`n` fresh problems of the weak problems' own families (problem_id, problem, answer, category), none a
-        seed problem nor in `exclude`: the upper-bound arm's added problems (`oracle_family.arm`). None: the world
-        cannot make them."""
+        seed problem: the upper-bound arm's added problems (`oracle_family.arm`). None: the world cannot make
+        them."""
         return None
 
-    def category_vocabulary(self, category: str) -> frozenset[str] | None:
-        """The concepts some problem of `category` can show (lower case, single spaces); None: the world cannot
-        say (`sws synthesize` then reports no showable share for the sets it requests)."""
+    def category_shows(self, category: str, concepts: Sequence[str]) -> bool | None:
+        """Whether some problem of `category` can show every concept of `concepts`; None: the world cannot say
+        (`sws synthesize` then reports no showable share for the sets it requests)."""
         return None
 
     def family_of(self, problem: str) -> str | None:

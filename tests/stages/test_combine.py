@@ -213,7 +213,7 @@ def test_set_size_defaults_to_the_median_length_of_the_weak_problems_concept_lis
 
 
 def test_request_shares_count_sets_inside_one_weak_list_and_sets_the_category_can_show() -> None:
-    shares = combine.request_shares([("a", "b"), ("A", "c"), ("b", "d")], [["a", "b", "x"], ["a", "c"], ["d"]],
-                                    frozenset({"a", "b", "c"}))
+    shares = combine.request_shares([("a", "b"), ("a", "c"), ("b", "d")], [["a", "b", "x"], ["a", "c"], ["d"]],
+                                    lambda concepts: set(concepts) <= {"a", "b", "c"})
     assert shares == {"sets": 3, "within_one_weak_problem": pytest.approx(2 / 3), "showable": pytest.approx(2 / 3)}
-    assert combine.request_shares([("a",)], [["a"]], None)["showable"] is None
+    assert combine.request_shares([("a",)], [["a"]], lambda concepts: None)["showable"] is None

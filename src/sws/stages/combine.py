@@ -22,9 +22,10 @@ funnel as `duplicate_set`. The manifest's `spending` records, per category, how 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,15 +103,13 @@ def median_list_length(concept_lists: Sequence[Sequence[str]]) -> int:
 
 
 def request_shares(sets: Sequence[Sequence[str]], concept_lists: Sequence[Sequence[str]],
-                   showable: frozenset[str] | None) -> dict[str, float | int | None]:
-    """Of the requested sets: how many, the share inside one weak problem's concept list, and the share whose
-    every concept the category can show (None when the world cannot say)."""
-    def normalized(concepts: Sequence[str]) -> set[str]:
-        return {" ".join(concept.lower().split()) for concept in concepts}
-
-    lists = [normalized(listed) for listed in concept_lists]
-    within = sum(any(normalized(concepts) <= listed for listed in lists) for concepts in sets)
-    shown = None if showable is None else sum(normalized(concepts) <= showable for concepts in sets)
+                   shows: Callable[[Sequence[str]], bool | None]) -> dict[str, float | int | None]:
+    """Of the requested sets (drawn from the lists' own strings): how many, the share inside one weak problem's
+    concept list, and the share the category can show (`shows`; None when the world cannot say)."""
+    lists = [set(listed) for listed in concept_lists]
+    within = sum(any(set(concepts) <= listed for listed in lists) for concepts in sets)
+    verdicts = [shows(concepts) for concepts in sets]
+    shown = None if None in verdicts else sum(verdicts)
     return {"sets": len(sets), "within_one_weak_problem": within / len(sets) if sets else None,
             "showable": None if shown is None or not sets else shown / len(sets)}
 
@@ -167,7 +166,7 @@ def combine(context: StageContext) -> StageOutput:
         spending[category] = {"budget": quota, "set_size": sampler.set_size, "distinct": fills["distinct"],
                               "level_filled": fills["level"], "instance_filled": fills["instance"]}
         requested[category] = request_shares([plan.drawn.concepts for plan in planned], listed,
-                                             context.world.category_vocabulary(category))
+                                             functools.partial(context.world.category_shows, category))
         rows.extend({"set_id": set_id(category, plan.drawn.concepts, plan.drawn.level, plan.instance),
                      "category": category, "concepts": list(plan.drawn.concepts), "level": plan.drawn.level,
                      "instance": plan.instance}

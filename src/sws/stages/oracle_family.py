@@ -46,7 +46,7 @@ def family_mixes(context: StageContext) -> StageOutput:
     cfg = context.cfg
     problems, weakness = context.table("problems"), context.table("weakness")
     n = dose(cfg, context.tables.get("filtered"))
-    drawn = context.world.oracle_family_set(cfg, problems, weakness, n * cfg.oracle_family.large_factor, set())
+    drawn = context.world.oracle_family_set(cfg, problems, weakness, n * cfg.oracle_family.large_factor)
     if drawn is None:
         raise UserError(f"oracle_family.arm: the {cfg.world} world cannot draw fresh problems of the weak problems' "
                         "families; set oracle_family.arm: false")

@@ -4,6 +4,7 @@ a tiny policy warm-started locally, the rule-based oracle for every teacher role
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,10 @@ from sws.manifests import StageResult
 from sws.near_duplicates import problem_key
 from sws.run_dir import RunDir
 from sws.world import PROBLEM_SET_SCHEMA, BuiltPolicy, PipelineStep, Truth, World
-from sws.worlds.arith.construct import category_vocabulary
+from sws.worlds.arith.construct import category_vocabulary, normalized
 from sws.worlds.arith.families import (
     CATEGORIES,
-    FAMILIES,
+    FAMILY_BY_NAME,
     category_concepts,
     sample_problem,
 )
@@ -144,11 +145,11 @@ class ArithWorld(World):
         return family_problems(problems, weakness, self.settings(cfg).n_weak_like, exclude,
                                random.Random(cfg.seed + WEAK_LIKE_SEED_OFFSET), "like")
 
-    def oracle_family_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame, n: int,
-                          exclude: set[str]) -> pl.DataFrame | None:
+    def oracle_family_set(self, cfg: PipelineConfig, problems: pl.DataFrame, weakness: pl.DataFrame,
+                          n: int) -> pl.DataFrame | None:
         """`n` fresh problems of the weak problems' families drawn as `weak_like_set` draws its own, from a seed
         stream of their own: the ideal targeted training data."""
-        return family_problems(problems, weakness, n, exclude, random.Random(cfg.seed + ORACLE_FAMILY_SEED_OFFSET),
+        return family_problems(problems, weakness, n, set(), random.Random(cfg.seed + ORACLE_FAMILY_SEED_OFFSET),
                                "family")
 
     def selection_pool(self, cfg: PipelineConfig, run_dir: Path, force: bool = False) -> Path:
@@ -162,8 +163,10 @@ class ArithWorld(World):
     def family_of(self, problem: str) -> str | None:
         return family_of(problem)
 
-    def category_vocabulary(self, category: str) -> frozenset[str] | None:
-        return category_vocabulary(category) if category in CATEGORIES else None
+    def category_shows(self, category: str, concepts: Sequence[str]) -> bool | None:
+        if category not in CATEGORIES:
+            return None
+        return {normalized(concept) for concept in concepts} <= category_vocabulary(category)
 
     def eval_identity(self, cfg: PipelineConfig) -> dict[str, Any]:
         settings = self.settings(cfg)
@@ -185,7 +188,6 @@ def family_problems(problems: pl.DataFrame, weakness: pl.DataFrame, wanted: int,
     `problem_key`, commuted twins included); None without a `family` column."""
     if "family" not in problems.columns:
         return None
-    families = {family.name: family for family in FAMILIES}
     weak = problems.join(weakness.filter(pl.col("weak")).select("problem_id"), on="problem_id", how="semi")
     taken = exclude | {problem_key(text) for text in problems["problem"]}
     rows: list[dict[str, str]] = []
@@ -195,7 +197,7 @@ def family_problems(problems: pl.DataFrame, weakness: pl.DataFrame, wanted: int,
         for problem_id, family_name in drawing:
             if len(rows) == wanted:
                 break
-            candidates = (sample_problem(families[family_name], rng) for _ in range(FRESH_DRAWS))
+            candidates = (sample_problem(FAMILY_BY_NAME[family_name], rng) for _ in range(FRESH_DRAWS))
             fresh = next((candidate for candidate in candidates if problem_key(candidate.problem) not in taken),
                          None)
             if fresh is None:
